@@ -1,0 +1,27 @@
+/*
+ * digest.h -- SHA-256 as lowercase hex (OpenSSL).
+ *
+ * Owns nothing. Used for the trace header's sm_config_digest and the
+ * server's prefix-chained chunk hashes.
+ *
+ * Threads: thread-safe.
+ */
+#ifndef LMC_CORE_DIGEST_H
+#define LMC_CORE_DIGEST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LMC_SHA256_LEN 32
+#define LMC_SHA256_HEX_LEN 64
+
+/* Raw 32-byte digest of len bytes at data. */
+void lmc_sha256(const void *data, size_t len, uint8_t out[LMC_SHA256_LEN]);
+
+/* 64 lowercase hex characters plus NUL. */
+void lmc_sha256_hex(const void *data, size_t len, char out[LMC_SHA256_HEX_LEN + 1]);
+
+/* Lowercase hex of any byte string into out (2*len+1 bytes). */
+void lmc_hex_encode(const void *data, size_t len, char *out);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * log.c -- leveled logging to stderr (see log.h).
+ *
+ * The level and the sink are process-wide. The level is an atomic so that
+ * the hot-path check in lmc_log_enabled is one relaxed load.
+ */
+#include "core/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+static atomic_int g_level = -1; /* -1: not read from the environment yet */
+static pthread_mutex_t g_sink_lock = PTHREAD_MUTEX_INITIALIZER;
+static lmc_log_sink g_sink;
+static void *g_sink_ud;
+
+bool lmc_log_level_parse(const char *s, lmc_log_level *out)
+{
+    static const struct {
+        const char *name;
+        lmc_log_level level;
+    } names[] = {
+        {"DEBUG", LMC_LOG_DEBUG},     {"INFO", LMC_LOG_INFO},   {"WARNING", LMC_LOG_WARNING},
+        {"WARN", LMC_LOG_WARNING},    {"ERROR", LMC_LOG_ERROR}, {"CRITICAL", LMC_LOG_ERROR},
+        {"OFF", LMC_LOG_OFF},
+    };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        if (strcasecmp(s, names[i].name) == 0) {
+            *out = names[i].level;
+            return true;
+        }
+    }
+    return false;
+}
+
+const char *lmc_log_level_name(lmc_log_level level)
+{
+    switch (level) {
+    case LMC_LOG_DEBUG: return "DEBUG";
+    case LMC_LOG_INFO: return "INFO";
+    case LMC_LOG_WARNING: return "WARNING";
+    case LMC_LOG_ERROR: return "ERROR";
+    case LMC_LOG_OFF: return "OFF";
+    }
+    return "?";
+}
+
+void lmc_log_init_from_env(void)
+{
+    lmc_log_level level = LMC_LOG_INFO;
+    const char *env = getenv("LMCACHE_LOG_LEVEL");
+    if (env != NULL && *env != '\0' && !lmc_log_level_parse(env, &level)) {
+        fprintf(stderr, "lmcache: LMCACHE_LOG_LEVEL='%s' is not one of DEBUG, INFO, WARNING, "
+                        "ERROR, OFF; using INFO\n", env);
+        level = LMC_LOG_INFO;
+    }
+    atomic_store(&g_level, (int)level);
+}
+
+void lmc_log_set_level(lmc_log_level level)
+{
+    atomic_store(&g_level, (int)level);
+}
+
+lmc_log_level lmc_log_get_level(void)
+{
+    int level = atomic_load_explicit(&g_level, memory_order_relaxed);
+    if (level < 0) {
+        lmc_log_init_from_env();
+        level = atomic_load(&g_level);
+    }
+    return (lmc_log_level)level;
+}
+
+bool lmc_log_enabled(lmc_log_level level)
+{
+    return (int)level >= (int)lmc_log_get_level();
+}
+
+void lmc_log_set_sink(lmc_log_sink sink, void *ud)
+{
+    pthread_mutex_lock(&g_sink_lock);
+    g_sink = sink;
+    g_sink_ud = ud;
+    pthread_mutex_unlock(&g_sink_lock);
+}
+
+void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_list ap)
+{
+    if (!lmc_log_enabled(level) || level >= LMC_LOG_OFF)
+        return;
+    char msg[2048];
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+
+    pthread_mutex_lock(&g_sink_lock);
+    lmc_log_sink sink = g_sink;
+    void *ud = g_sink_ud;
+    pthread_mutex_unlock(&g_sink_lock);
+    if (sink != NULL) {
+        sink(level, component ? component : "", msg, ud);
+        return;
+    }
+
+    struct timeval tv;
+    gettimeofday(&tv, NULL);
+    struct tm tm;
+    localtime_r(&tv.tv_sec, &tm);
+    char line[2300];
+    int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d %s [%s] %s\n",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
+                     tm.tm_sec, (int)(tv.tv_usec / 1000), lmc_log_level_name(level),
+                     component ? component : "lmcache", msg);
+    if (n < 0)
+        return;
+    if ((size_t)n >= sizeof(line)) {
+        n = (int)sizeof(line) - 1;
+        line[n - 1] = '\n';
+    }
+    /* One write per line keeps lines from different threads whole. */
+    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
+    (void)w;
+}
+
+void lmc_log(lmc_log_level level, const char *component, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    lmc_logv(level, component, fmt, ap);
+    va_end(ap);
+}
