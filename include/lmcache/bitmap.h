@@ -26,6 +26,14 @@ typedef struct lmc_bitmap {
     uint64_t *words; /* owned; ceil(size/64) words; NULL when size == 0 */
 } lmc_bitmap;
 
+/*
+ * Functions that produce a bitmap (init, copy, and, or, not) treat the
+ * output as uninitialised: it is overwritten, never freed first, so pass a
+ * fresh or already-freed bitmap. They return LMC_ERR_NOMEM when the words
+ * cannot be allocated, leaving the output zeroed (safe to free). The caller
+ * frees every successful output with lmc_bitmap_free.
+ */
+
 /* A bitmap of size bits with the first first_n set (first_n is clamped). */
 lmc_status lmc_bitmap_init(lmc_bitmap *bm, size_t size, size_t first_n);
 

@@ -207,6 +207,18 @@ const char *lmc_l1_error_name(lmc_l1_error e);
 /* A one-line English message; "Unknown error." for anything unknown. */
 const char *lmc_l1_strerror(lmc_l1_error e);
 
+/* reserve_write modes. */
+typedef enum lmc_write_mode {
+    LMC_WRITE_NEW = 0, /* only keys that do not exist yet */
+    LMC_WRITE_UPDATE,  /* only existing, writable keys, in place */
+    LMC_WRITE_ALL,     /* both */
+} lmc_write_mode;
+
+/* "new", "update", "all" (implemented in src/storage/l1_manager.c). */
+const char *lmc_write_mode_name(lmc_write_mode m);
+lmc_status lmc_write_mode_from_name(const char *s, size_t len, lmc_write_mode *out,
+                                    lmc_error *err);
+
 /* ---------------------------------------------------------------------- */
 /* PrefetchHandle                                                          */
 /* ---------------------------------------------------------------------- */
