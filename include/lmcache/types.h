@@ -51,6 +51,7 @@ typedef struct lmc_object_key {
     int64_t object_group_id; /* >= 0 */
     const char *model_name;  /* interned; no '@' */
     const char *cache_salt;  /* interned; "" when none */
+    uint64_t hash;           /* cached by lmc_object_key_make; keys are immutable */
 } lmc_object_key;
 
 /*
@@ -73,7 +74,12 @@ lmc_status lmc_object_key_make_n(lmc_object_key *key, const void *chunk_hash, si
 /* Equality over all five fields. */
 bool lmc_object_key_equal(const lmc_object_key *a, const lmc_object_key *b);
 
-/* A fast 64-bit hash (xxhash) consistent with lmc_object_key_equal. */
+/*
+ * A 64-bit hash (xxhash) consistent with lmc_object_key_equal, computed once
+ * by lmc_object_key_make and cached in the key: a key must not be modified
+ * after it is made (copying it is fine). The value depends on the interned
+ * string addresses, so it is only meaningful inside one process.
+ */
 uint64_t lmc_object_key_hash(const lmc_object_key *key);
 
 /*

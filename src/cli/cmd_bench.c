@@ -3,6 +3,7 @@
  */
 #include <stdio.h>
 
+#include "bench.h"
 #include "cli.h"
 
 static int not_yet(const char *name, int argc, char **argv)
@@ -22,7 +23,7 @@ static int cmd_bench_server(int argc, char **argv)
 
 static int cmd_bench_micro(int argc, char **argv)
 {
-    return not_yet("micro", argc, argv);
+    return lmc_bench_micro_main(argc, argv);
 }
 
 static const lmc_cli_command subs[] = {

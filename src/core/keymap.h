@@ -1,10 +1,11 @@
 /*
  * keymap.h -- a hash map from ObjectKey to a pointer.
  *
- * Owns: its slot array and copies of the keys (ObjectKeys are plain values,
- * so a copy is a memcpy). Values are the caller's; the map never frees them.
- * Open addressing with linear probing and backward-shift deletion (no
- * tombstones), hashes cached in the slots; grows at 70% load.
+ * Owns: a dense array of entries (copies of the keys -- ObjectKeys are
+ * plain values, so a copy is a memcpy -- with their values and hashes) and
+ * a compact open-addressing index over it (linear probing, backward-shift
+ * deletion, grows at 70% load). Values are the caller's; the map never
+ * frees them.
  *
  * Pointers returned by lmc_keymap_get and lmc_keymap_key_at stay valid until
  * the next insertion or removal.
@@ -38,6 +39,15 @@ void **lmc_keymap_get(const lmc_keymap *m, const lmc_object_key *key);
  */
 lmc_status lmc_keymap_put(lmc_keymap *m, const lmc_object_key *key, void *value, void **old);
 
+/*
+ * Insert key -> value only if key is absent, with one probe. Returns LMC_OK
+ * and sets *existing to NULL when inserted; when the key is present, leaves
+ * the map unchanged and sets *existing to its value slot (still LMC_OK).
+ * LMC_ERR_NOMEM when growing fails.
+ */
+lmc_status lmc_keymap_insert(lmc_keymap *m, const lmc_object_key *key, void *value,
+                             void ***existing);
+
 /* Remove key; true if it was present (its value into *old if not NULL). */
 bool lmc_keymap_remove(lmc_keymap *m, const lmc_object_key *key, void **old);
 
@@ -45,9 +55,10 @@ bool lmc_keymap_remove(lmc_keymap *m, const lmc_object_key *key, void **old);
 void lmc_keymap_clear(lmc_keymap *m);
 
 /*
- * Iteration over slots: for (size_t i = 0; i < lmc_keymap_capacity(m); i++)
- *   if (lmc_keymap_key_at(m, i)) ... lmc_keymap_value_at(m, i) ...
- * The map must not change during the loop.
+ * Iteration: for (size_t i = 0; i < lmc_keymap_size(m); i++)
+ *   ... lmc_keymap_key_at(m, i) ... lmc_keymap_value_at(m, i) ...
+ * (key_at returns NULL past the size, so a loop up to the capacity that
+ * skips NULLs also works). The map must not change during the loop.
  */
 size_t lmc_keymap_capacity(const lmc_keymap *m);
 const lmc_object_key *lmc_keymap_key_at(const lmc_keymap *m, size_t slot);

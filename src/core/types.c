@@ -81,6 +81,8 @@ static lmc_status check_cache_salt(const char *salt, size_t len, lmc_error *err)
     return LMC_OK;
 }
 
+static uint64_t compute_hash(const lmc_object_key *key);
+
 lmc_status lmc_object_key_make_n(lmc_object_key *key, const void *chunk_hash, size_t hash_len,
                                  const char *model_name, size_t model_len, int64_t kv_rank,
                                  int64_t object_group_id, const char *cache_salt, size_t salt_len,
@@ -124,6 +126,7 @@ lmc_status lmc_object_key_make_n(lmc_object_key *key, const void *chunk_hash, si
         st = lmc_error_set(err, LMC_ERR_NOMEM, "ObjectKey: out of memory interning a string");
         goto fail;
     }
+    k.hash = compute_hash(&k);
     memcpy(key, &k, sizeof(k)); /* memcpy keeps the zeroed padding */
     return LMC_OK;
 
@@ -147,14 +150,15 @@ lmc_status lmc_object_key_make(lmc_object_key *key, const void *chunk_hash, size
 
 bool lmc_object_key_equal(const lmc_object_key *a, const lmc_object_key *b)
 {
-    /* Interned strings: equal contents means equal pointers. */
-    return a->chunk_hash_len == b->chunk_hash_len && a->kv_rank == b->kv_rank &&
+    /* The cached hash rejects most unequal keys at once; interned strings
+     * compare by pointer. */
+    return a->hash == b->hash && a->chunk_hash_len == b->chunk_hash_len && a->kv_rank == b->kv_rank &&
            a->object_group_id == b->object_group_id && a->model_name == b->model_name &&
            a->cache_salt == b->cache_salt &&
            memcmp(a->chunk_hash, b->chunk_hash, a->chunk_hash_len) == 0;
 }
 
-uint64_t lmc_object_key_hash(const lmc_object_key *key)
+static uint64_t compute_hash(const lmc_object_key *key)
 {
     /*
      * Hash exactly the fields equality looks at, laid out explicitly so
@@ -602,4 +606,9 @@ void lmc_prefetch_handle_clear(lmc_prefetch_handle *h)
     free(h->l1_found_indices);
     free(h->l2_orig_indices);
     memset(h, 0, sizeof(*h));
+}
+
+uint64_t lmc_object_key_hash(const lmc_object_key *key)
+{
+    return key->hash;
 }

@@ -1,0 +1,122 @@
+/*
+ * micro.c -- `lmcache bench micro [--json] [--repeats N] [--quick] [GROUP...]`.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench.h"
+#include "core/log.h"
+
+typedef struct group {
+    const char *name;
+    const char *summary;
+    lmc_bench_group_fn fn;
+} group;
+
+static const group groups[] = {
+    {"sm", "StorageManager calls (reserve/finish, prefetch with L1 hits, read cycle)",
+     lmc_bench_group_sm},
+};
+#define NGROUPS (sizeof(groups) / sizeof(groups[0]))
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
+                 "[GROUP...]\n\n"
+                 "Micro-benchmarks; each metric is measured N times (default 5) and the median "
+                 "is\nreported. With --json, one object per line:\n"
+                 "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
+                 "groups (all when none is named):\n");
+    for (size_t i = 0; i < NGROUPS; i++)
+        fprintf(out, "  %-8s %s\n", groups[i].name, groups[i].summary);
+}
+
+void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value,
+                      const char *unit)
+{
+    if (ctx->json)
+        printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
+               ctx->group, metric, value, unit);
+    else
+        printf("%-8s %-32s %14.3f %s\n", ctx->group, metric, value, unit);
+    fflush(stdout);
+}
+
+void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *why)
+{
+    if (ctx->json)
+        printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"note\": \"%s\"}\n", ctx->group, metric,
+               why);
+    else
+        printf("%-8s %-32s %s\n", ctx->group, metric, why);
+    fflush(stdout);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double lmc_bench_median(double *v, size_t n)
+{
+    if (n == 0)
+        return 0.0;
+    qsort(v, n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+int lmc_bench_micro_main(int argc, char **argv)
+{
+    lmc_bench_ctx ctx = {.json = false, .repeats = 5, .scale = 1.0, .group = NULL};
+    bool selected[NGROUPS] = {false};
+    bool any = false;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(a, "--json") == 0) {
+            ctx.json = true;
+        } else if (strcmp(a, "--quick") == 0) {
+            ctx.scale = 0.1;
+            ctx.repeats = 3;
+        } else if (strcmp(a, "--repeats") == 0) {
+            char *end;
+            long r = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
+            if (i + 1 >= argc || *end != '\0' || r < 1 || r > 1000) {
+                fprintf(stderr, "lmcache bench micro: --repeats needs an integer in 1..1000\n");
+                return 2;
+            }
+            ctx.repeats = (int)r;
+            i++;
+        } else if (a[0] == '-') {
+            fprintf(stderr, "lmcache bench micro: unknown option '%s'\n\n", a);
+            usage(stderr);
+            return 2;
+        } else {
+            size_t g = 0;
+            while (g < NGROUPS && strcmp(groups[g].name, a) != 0)
+                g++;
+            if (g == NGROUPS) {
+                fprintf(stderr, "lmcache bench micro: unknown group '%s'\n\n", a);
+                usage(stderr);
+                return 2;
+            }
+            selected[g] = any = true;
+        }
+    }
+    /* Benchmarks should not be slowed by INFO logging of the components. */
+    if (getenv("LMCACHE_LOG_LEVEL") == NULL)
+        lmc_log_set_level(LMC_LOG_WARNING);
+    int rc = 0;
+    for (size_t g = 0; g < NGROUPS; g++) {
+        if (any && !selected[g])
+            continue;
+        ctx.group = groups[g].name;
+        if (groups[g].fn(&ctx) != 0)
+            rc = 1;
+    }
+    return rc;
+}

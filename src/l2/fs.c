@@ -1,0 +1,896 @@
+/*
+ * fs.c -- the "fs" L2 adapter: one file per key under base_path (spec 8.2).
+ *
+ * Owns: the files it writes (raw object bytes, no header, written to a tmp
+ * file then renamed so a reader never sees half a file), the task queue,
+ * the lookup lock counts (key -> refcount) and, when max_capacity_gb > 0,
+ * the tracked sizes (key -> bytes) that eviction and accounting rely on.
+ *
+ * Threads: one worker, "l2-fs-<n>", runs every task, lookups first and
+ * stores last. Unlock and delete run synchronously on the caller's thread.
+ * `lock` guards the queue, the stop flag, `locks`, `sizes` and `recovered`;
+ * file I/O and listener callbacks happen outside it.
+ *
+ * Deleting a file a reader has open is safe: POSIX keeps it readable. A
+ * delete racing a lookup can make the later load miss, which the prefetch
+ * path treats like any other miss.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/keymap.h"
+#include "core/keyvec.h"
+#include "core/log.h"
+#include "l2/adapter.h"
+
+#define COMPONENT "l2-fs"
+#define TYPE "fs"
+#define DIRECT_ALIGN 4096u
+#define GIB (1024.0 * 1024.0 * 1024.0)
+
+/* Counts and sizes live in the keymap's value pointers. */
+_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
+
+typedef struct fs_adapter {
+    lmc_l2_adapter *base;
+    char *base_path; /* no trailing '/' */
+    char *tmp_dir;   /* base_path/relative_tmp_dir, or NULL: tmp files sit beside the data */
+    char *relative_tmp_dir;
+    int64_t read_ahead; /* 0 = read in one go */
+    bool use_odirect;
+    bool recover_on_start;
+    uint64_t capacity; /* bytes; 0 = unbounded, nothing tracked */
+    unsigned instance;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    lmc_l2_task_queue queue;
+    bool stop;
+    lmc_keymap *locks;    /* key -> lookup lock count (> 0) */
+    lmc_keymap *sizes;    /* capacity > 0: key -> file size, the keys eviction may delete */
+    lmc_keyvec recovered; /* keys found at start, for late listeners */
+
+    pthread_t thread;
+    bool thread_started;
+    atomic_bool stopping; /* read without the lock between the keys of a store */
+    atomic_bool worker_alive;
+    atomic_bool warned_unaligned;
+} fs_adapter;
+
+static atomic_uint g_instances; /* numbers the worker threads: l2-fs-0, l2-fs-1, ... */
+
+/* ------------------------------------------------------------------ */
+/* Names                                                                */
+/* ------------------------------------------------------------------ */
+
+typedef struct out_buf {
+    char *buf;
+    size_t cap, pos;
+} out_buf;
+
+static void put(out_buf *o, const char *s, size_t n)
+{
+    if (o->pos < o->cap) {
+        size_t room = o->cap - 1 - o->pos;
+        memcpy(o->buf + o->pos, s, n < room ? n : room);
+    }
+    o->pos += n;
+}
+
+size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    out_buf o = {buf, len, 0};
+    char num[40];
+    const char *model = key->model_name != NULL ? key->model_name : "";
+    for (const char *p = model; *p != '\0'; p++) {
+        if (*p == '/')
+            put(&o, "-SEP-", 5);
+        else
+            put(&o, p, 1);
+    }
+    /* Python's f"{kv_rank:08x}": the sign counts toward the width. */
+    if (key->kv_rank < 0)
+        snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
+    else
+        snprintf(num, sizeof(num), "@0x%08" PRIx64, (uint64_t)key->kv_rank);
+    put(&o, num, strlen(num));
+    snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
+    put(&o, num, strlen(num));
+    for (size_t i = 0; i < key->chunk_hash_len; i++) {
+        char pair[2] = {hex[key->chunk_hash[i] >> 4], hex[key->chunk_hash[i] & 0xF]};
+        put(&o, pair, 2);
+    }
+    if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {
+        put(&o, "@", 1);
+        put(&o, key->cache_salt, strlen(key->cache_salt));
+    }
+    put(&o, ".data", 5);
+    if (len > 0)
+        buf[o.pos < len ? o.pos : len - 1] = '\0';
+    return o.pos;
+}
+
+static int hex_value(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return -1;
+}
+
+/* 1..16 hex digits into *out. */
+static bool parse_hex_u64(const char *s, size_t n, uint64_t *out)
+{
+    if (n == 0 || n > 16)
+        return false;
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = hex_value(s[i]);
+        if (d < 0)
+            return false;
+        v = v << 4 | (uint64_t)d;
+    }
+    *out = v;
+    return true;
+}
+
+bool lmc_l2_fs_parse_name(const char *name, lmc_object_key *out)
+{
+    size_t len = strlen(name);
+    if (len <= 5 || len >= 4096 || strcmp(name + len - 5, ".data") != 0)
+        return false;
+    len -= 5;
+    const char *parts[5];
+    size_t lens[5];
+    size_t np = 0;
+    const char *start = name;
+    for (size_t i = 0; i <= len; i++) {
+        if (i < len && name[i] != '@')
+            continue;
+        if (np == 5)
+            return false;
+        parts[np] = start;
+        lens[np] = (size_t)(name + i - start);
+        np++;
+        start = name + i + 1;
+    }
+    if (np != 4 && np != 5)
+        return false;
+
+    char model[4096];
+    size_t mlen = 0;
+    for (size_t i = 0; i < lens[0];) {
+        if (lens[0] - i >= 5 && memcmp(parts[0] + i, "-SEP-", 5) == 0) {
+            model[mlen++] = '/';
+            i += 5;
+        } else {
+            model[mlen++] = parts[0][i++];
+        }
+    }
+    model[mlen] = '\0';
+
+    const char *r = parts[1];
+    size_t rlen = lens[1];
+    if (rlen < 3 || r[0] != '0' || r[1] != 'x')
+        return false;
+    bool negative = r[2] == '-';
+    uint64_t rank, group;
+    if (!parse_hex_u64(r + 2 + negative, rlen - 2 - negative, &rank) ||
+        rank > (negative ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX))
+        return false;
+    if (!parse_hex_u64(parts[2], lens[2], &group) || group > (uint64_t)INT64_MAX)
+        return false;
+
+    uint8_t hash[LMC_CHUNK_HASH_MAX];
+    if (lens[3] % 2 != 0 || lens[3] / 2 > LMC_CHUNK_HASH_MAX)
+        return false;
+    for (size_t i = 0; i < lens[3] / 2; i++) {
+        int hi = hex_value(parts[3][2 * i]), lo = hex_value(parts[3][2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return false;
+        hash[i] = (uint8_t)(hi << 4 | lo);
+    }
+    if (np == 5 && lens[4] == 0)
+        return false;
+
+    lmc_object_key key;
+    int64_t kv_rank = negative ? (int64_t)(0 - rank) : (int64_t)rank;
+    if (lmc_object_key_make_n(&key, hash, lens[3] / 2, model, mlen, kv_rank, (int64_t)group,
+                              np == 5 ? parts[4] : "", np == 5 ? lens[4] : 0, NULL) != LMC_OK)
+        return false;
+    /* Only the canonical spelling counts, so one key never maps to two files. */
+    char again[4096];
+    if (lmc_l2_fs_key_name(&key, again, sizeof(again)) != len + 5 || strcmp(again, name) != 0)
+        return false;
+    *out = key;
+    return true;
+}
+
+/* The final path of key, or with tmp its temporary path. False when it does not fit. */
+static bool key_path(const fs_adapter *fs, const lmc_object_key *key, bool tmp, char *buf,
+                     size_t len)
+{
+    char name[NAME_MAX + 8];
+    size_t n = lmc_l2_fs_key_name(key, name, sizeof(name));
+    if (n >= sizeof(name))
+        return false;
+    int w;
+    if (!tmp)
+        w = snprintf(buf, len, "%s/%s", fs->base_path, name);
+    else if (fs->tmp_dir != NULL)
+        w = snprintf(buf, len, "%s/%s", fs->tmp_dir, name);
+    else
+        w = snprintf(buf, len, "%s/%.*s.tmp", fs->base_path, (int)(n - 5), name);
+    return w >= 0 && (size_t)w < len;
+}
+
+/* ------------------------------------------------------------------ */
+/* File I/O                                                             */
+/* ------------------------------------------------------------------ */
+
+static bool direct_ok(fs_adapter *fs, const lmc_memory_obj *obj)
+{
+    if (!fs->use_odirect)
+        return false;
+    bool aligned = (uintptr_t)obj->data % DIRECT_ALIGN == 0 && obj->size % DIRECT_ALIGN == 0;
+    if (!aligned && !atomic_exchange(&fs->warned_unaligned, true))
+        LMC_WARN(COMPONENT,
+                 "use_odirect: object of %" PRIu64 " bytes is not %u-aligned; using "
+                 "buffered I/O for such objects",
+                 obj->size, DIRECT_ALIGN);
+    return aligned;
+}
+
+/* open(2), retrying without O_DIRECT where the filesystem refuses it (tmpfs). */
+static int open_maybe_direct(const char *path, int flags, bool direct)
+{
+    int fd = open(path, flags | (direct ? O_DIRECT : 0), 0644);
+    if (fd < 0 && direct && errno == EINVAL)
+        fd = open(path, flags, 0644);
+    return fd;
+}
+
+/* Write all bytes; 0 or an errno. */
+static int write_all(int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            /* O_DIRECT refused at write time: drop it and retry buffered. */
+            if (errno == EINVAL && (fcntl(fd, F_GETFL) & O_DIRECT) != 0 &&
+                fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT) == 0)
+                continue;
+            return errno;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* tmp file then rename onto final; 0 or an errno (the tmp file is removed on failure). */
+static int write_file(fs_adapter *fs, const char *tmp, const char *final, const lmc_memory_obj *obj)
+{
+    int fd = open_maybe_direct(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, direct_ok(fs, obj));
+    if (fd < 0)
+        return errno;
+    int e = write_all(fd, obj->data, obj->size);
+    if (close(fd) != 0 && e == 0)
+        e = errno;
+    if (e == 0 && rename(tmp, final) != 0)
+        e = errno;
+    if (e != 0)
+        unlink(tmp);
+    return e;
+}
+
+/* Fill obj from the file; true only when it was filled completely. */
+static bool read_file(fs_adapter *fs, const char *path, const lmc_memory_obj *obj)
+{
+    bool direct = direct_ok(fs, obj);
+    int fd = open_maybe_direct(path, O_RDONLY | O_CLOEXEC, direct);
+    if (fd < 0)
+        return false;
+    uint64_t done = 0;
+    /* The first read asks for read_ahead bytes only (not with O_DIRECT: it needs aligned sizes). */
+    uint64_t want = fs->read_ahead > 0 && !direct && (uint64_t)fs->read_ahead < obj->size
+                        ? (uint64_t)fs->read_ahead
+                        : obj->size;
+    while (done < obj->size) {
+        ssize_t r = read(fd, obj->data + done, want - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0 && errno == EINVAL && (fcntl(fd, F_GETFL) & O_DIRECT) != 0 &&
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_DIRECT) == 0)
+            continue;
+        if (r <= 0)
+            break;
+        done += (uint64_t)r;
+        if (done == want)
+            want = obj->size;
+    }
+    close(fd);
+    return done == obj->size;
+}
+
+/* ------------------------------------------------------------------ */
+/* Lock counts and tracked sizes (caller holds fs->lock)                */
+/* ------------------------------------------------------------------ */
+
+static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
+{
+    void **slot = lmc_keymap_get(m, key);
+    *present = slot != NULL;
+    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
+}
+
+static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
+{
+    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker's tasks                                                   */
+/* ------------------------------------------------------------------ */
+
+static void run_store(fs_adapter *fs, lmc_l2_task *t)
+{
+    char path[PATH_MAX], tmp[PATH_MAX];
+    bool failed = false;
+    uint64_t written = 0;
+    size_t nn = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (atomic_load(&fs->stopping)) {
+            failed = true; /* shutting down: the rest is not attempted */
+            break;
+        }
+        lmc_object_key key = t->keys[i];
+        const lmc_memory_obj *obj = &t->objs[i];
+        if (!key_path(fs, &key, false, path, sizeof(path)) ||
+            !key_path(fs, &key, true, tmp, sizeof(tmp))) {
+            char name[256];
+            lmc_object_key_format(&key, name, sizeof(name));
+            LMC_WARN(COMPONENT, "store of %s: file name too long", name);
+            failed = true;
+            continue;
+        }
+        /* Anything but a regular file (a directory, say) is not data: writing over it fails. */
+        struct stat st;
+        bool exists = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        uint64_t size = exists ? (uint64_t)st.st_size : obj->size;
+        if (!exists) {
+            int e = write_file(fs, tmp, path, obj);
+            if (e != 0) {
+                LMC_WARN(COMPONENT, "store to '%s' failed: %s", path, strerror(e));
+                failed = true;
+                continue;
+            }
+            written += obj->size;
+        }
+        /*
+         * With a capacity, a key counts once however it got there (written
+         * now, or found on disk untracked); without one, only new writes do.
+         */
+        bool report = !exists;
+        if (fs->capacity > 0) {
+            bool tracked;
+            pthread_mutex_lock(&fs->lock);
+            map_get(fs->sizes, &key, &tracked);
+            lmc_status ps = tracked ? LMC_OK : map_put(fs->sizes, &key, size);
+            pthread_mutex_unlock(&fs->lock);
+            report = !tracked && ps == LMC_OK;
+            if (ps != LMC_OK)
+                LMC_ERROR(COMPONENT, "store to '%s': not tracked (out of memory)", path);
+        }
+        if (report) {
+            t->keys[nn] = key; /* nn <= i: only keys already handled are overwritten */
+            t->sizes[nn] = size;
+            nn++;
+        }
+    }
+    t->result = failed ? -1 : (int64_t)written;
+    lmc_l2_notify_stored(fs->base, t->keys, t->sizes, nn);
+    lmc_l2_task_complete(fs->base, t);
+}
+
+static void run_lookup(fs_adapter *fs, lmc_l2_task *t)
+{
+    char path[PATH_MAX];
+    struct stat st;
+    for (size_t i = 0; i < t->n; i++) {
+        if (key_path(fs, &t->keys[i], false, path, sizeof(path)) && stat(path, &st) == 0 &&
+            S_ISREG(st.st_mode))
+            lmc_bitmap_set(&t->bitmap, i);
+    }
+    /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
+    pthread_mutex_lock(&fs->lock);
+    for (size_t i = 0; i < t->n; i++) {
+        if (!lmc_bitmap_test(&t->bitmap, i))
+            continue;
+        bool present;
+        uint64_t count = map_get(fs->locks, &t->keys[i], &present);
+        if (map_put(fs->locks, &t->keys[i], count + 1) != LMC_OK)
+            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
+    }
+    pthread_mutex_unlock(&fs->lock);
+    lmc_l2_task_complete(fs->base, t);
+}
+
+static void run_load(fs_adapter *fs, lmc_l2_task *t)
+{
+    char path[PATH_MAX];
+    size_t nn = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (atomic_load(&fs->stopping))
+            break;
+        if (!key_path(fs, &t->keys[i], false, path, sizeof(path)) ||
+            !read_file(fs, path, &t->objs[i]))
+            continue;
+        lmc_bitmap_set(&t->bitmap, i);
+        t->keys[nn++] = t->keys[i];
+    }
+    lmc_l2_notify_accessed(fs->base, t->keys, nn);
+    lmc_l2_task_complete(fs->base, t);
+}
+
+static void *worker_main(void *arg)
+{
+    fs_adapter *fs = arg;
+    for (;;) {
+        pthread_mutex_lock(&fs->lock);
+        while (!fs->stop && fs->queue.count == 0)
+            pthread_cond_wait(&fs->cond, &fs->lock);
+        lmc_l2_task *t = fs->stop ? NULL : lmc_l2_task_queue_pop(&fs->queue);
+        pthread_mutex_unlock(&fs->lock);
+        if (t == NULL)
+            break; /* destroy fails what is still queued */
+        switch (t->kind) {
+        case LMC_L2_TASK_STORE:
+            run_store(fs, t);
+            break;
+        case LMC_L2_TASK_LOOKUP:
+            run_lookup(fs, t);
+            break;
+        case LMC_L2_TASK_LOAD:
+            run_load(fs, t);
+            break;
+        }
+    }
+    atomic_store(&fs->worker_alive, false);
+    return NULL;
+}
+
+static lmc_status enqueue(fs_adapter *fs, lmc_l2_task_kind kind, uint64_t id,
+                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
+{
+    lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
+    if (t == NULL)
+        return LMC_ERR_NOMEM;
+    pthread_mutex_lock(&fs->lock);
+    bool stopped = fs->stop;
+    if (!stopped) {
+        lmc_l2_task_queue_push(&fs->queue, t);
+        pthread_cond_signal(&fs->cond);
+    }
+    pthread_mutex_unlock(&fs->lock);
+    if (stopped) {
+        lmc_l2_task_free(t);
+        return LMC_ERR_CLOSED;
+    }
+    return LMC_OK;
+}
+
+static lmc_status fs_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
+                                  const lmc_memory_obj *objs, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
+}
+
+static lmc_status fs_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
+}
+
+static lmc_status fs_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
+                                 const lmc_memory_obj *objs, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+}
+
+/* Synchronous: a count decrement cannot fail, so "eventually" is "now". */
+static void fs_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
+{
+    fs_adapter *fs = impl;
+    pthread_mutex_lock(&fs->lock);
+    for (size_t i = 0; i < n; i++) {
+        bool present;
+        uint64_t count = map_get(fs->locks, &keys[i], &present);
+        if (!present)
+            continue;
+        if (count <= 1)
+            lmc_keymap_remove(fs->locks, &keys[i], NULL);
+        else
+            map_put(fs->locks, &keys[i], count - 1); /* replacing never allocates */
+    }
+    pthread_mutex_unlock(&fs->lock);
+}
+
+static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
+{
+    fs_adapter *fs = impl;
+    lmc_object_key *victims = malloc(n * sizeof(*victims));
+    uint64_t *sizes = malloc(n * sizeof(*sizes));
+    if (victims == NULL || sizes == NULL) {
+        LMC_ERROR(COMPONENT, "delete of %zu keys skipped (out of memory)", n);
+        goto out;
+    }
+    /* Take the victims out of tracking first, so a second delete cannot pick them too. */
+    size_t m = 0;
+    pthread_mutex_lock(&fs->lock);
+    for (size_t i = 0; i < n; i++) {
+        bool present;
+        if (map_get(fs->locks, &keys[i], &present) > 0)
+            continue; /* a lookup holds it for a coming load */
+        uint64_t size = 0;
+        if (fs->capacity > 0) {
+            size = map_get(fs->sizes, &keys[i], &present);
+            if (!present)
+                continue; /* never accounted, so never ours to evict */
+            lmc_keymap_remove(fs->sizes, &keys[i], NULL);
+        }
+        victims[m] = keys[i];
+        sizes[m] = size;
+        m++;
+    }
+    pthread_mutex_unlock(&fs->lock);
+
+    size_t d = 0;
+    char path[PATH_MAX];
+    for (size_t i = 0; i < m; i++) {
+        if (!key_path(fs, &victims[i], false, path, sizeof(path)))
+            continue;
+        if (fs->capacity == 0) {
+            struct stat st;
+            sizes[i] = lstat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+        }
+        if (unlink(path) != 0 && errno != ENOENT) {
+            LMC_WARN(COMPONENT, "delete of '%s' failed: %s", path, strerror(errno));
+            if (fs->capacity > 0) {
+                pthread_mutex_lock(&fs->lock);
+                if (map_put(fs->sizes, &victims[i], sizes[i]) != LMC_OK)
+                    LMC_ERROR(COMPONENT, "'%s': no longer tracked (out of memory)", path);
+                pthread_mutex_unlock(&fs->lock);
+            }
+            continue;
+        }
+        victims[d] = victims[i];
+        sizes[d] = sizes[i];
+        d++;
+    }
+    lmc_l2_notify_deleted(fs->base, victims, sizes, d);
+out:
+    free(victims);
+    free(sizes);
+}
+
+static void fs_replay_recovered(void *impl, const lmc_l2_listener *l)
+{
+    fs_adapter *fs = impl;
+    pthread_mutex_lock(&fs->lock);
+    size_t n = fs->recovered.len;
+    lmc_object_key *keys = n > 0 ? malloc(n * sizeof(*keys)) : NULL;
+    uint64_t *sizes = n > 0 ? malloc(n * sizeof(*sizes)) : NULL;
+    size_t m = 0;
+    for (size_t i = 0; keys != NULL && sizes != NULL && i < n; i++) {
+        bool present;
+        uint64_t size = map_get(fs->sizes, &fs->recovered.keys[i], &present);
+        if (!present)
+            continue; /* evicted since */
+        keys[m] = fs->recovered.keys[i];
+        sizes[m] = size;
+        m++;
+    }
+    pthread_mutex_unlock(&fs->lock);
+    if (n > 0 && (keys == NULL || sizes == NULL))
+        LMC_ERROR(COMPONENT, "replay of %zu recovered keys skipped (out of memory)", n);
+    else if (m > 0)
+        l->on_stored(l->ud, keys, sizes, m);
+    free(keys);
+    free(sizes);
+}
+
+/* ------------------------------------------------------------------ */
+/* Status                                                               */
+/* ------------------------------------------------------------------ */
+
+static bool fs_is_healthy(void *impl)
+{
+    fs_adapter *fs = impl;
+    return atomic_load(&fs->worker_alive);
+}
+
+static void fs_report_status(void *impl, lmc_json *status)
+{
+    fs_adapter *fs = impl;
+    pthread_mutex_lock(&fs->lock);
+    size_t tracked = lmc_keymap_size(fs->sizes);
+    size_t locked = lmc_keymap_size(fs->locks);
+    size_t pending = fs->queue.count;
+    pthread_mutex_unlock(&fs->lock);
+    lmc_json_object_set(status, "base_path", lmc_json_string(fs->base_path));
+    lmc_json_object_set(status, "relative_tmp_dir",
+                        fs->relative_tmp_dir != NULL ? lmc_json_string(fs->relative_tmp_dir)
+                                                     : lmc_json_null());
+    lmc_json_object_set(status, "use_odirect", lmc_json_bool(fs->use_odirect));
+    lmc_json_object_set(status, "worker_alive", lmc_json_bool(atomic_load(&fs->worker_alive)));
+    lmc_json_object_set(status, "files_tracked", lmc_json_int((int64_t)tracked));
+    lmc_json_object_set(status, "locked_keys", lmc_json_int((int64_t)locked));
+    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
+}
+
+/* ------------------------------------------------------------------ */
+/* Config, create, destroy                                              */
+/* ------------------------------------------------------------------ */
+
+static const char *const g_fields[] = {"base_path",   "relative_tmp_dir", "read_ahead_size",
+                                       "use_odirect", "max_capacity_gb",  "recover_on_start",
+                                       NULL};
+
+/* Relative, and no ".." component that could climb out of base_path. */
+static bool tmp_dir_ok(const char *p)
+{
+    if (p[0] == '/')
+        return false;
+    for (const char *c = p; *c != '\0';) {
+        size_t n = strcspn(c, "/");
+        if (n == 2 && c[0] == '.' && c[1] == '.')
+            return false;
+        c += n;
+        if (*c == '/')
+            c++;
+    }
+    return true;
+}
+
+static lmc_status fs_check_config(const lmc_json *cfg, lmc_error *err)
+{
+    const char *s;
+    bool b;
+    int64_t i;
+    double d;
+    lmc_status st = lmc_l2_config_check_fields(cfg, TYPE, g_fields, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_string(cfg, TYPE, "base_path", true, &s, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_string(cfg, TYPE, "relative_tmp_dir", false, &s, err);
+    if (st == LMC_OK && s != NULL && !tmp_dir_ok(s))
+        st = lmc_l2_config_bad_value(err, TYPE, "relative_tmp_dir",
+                                     lmc_json_object_get(cfg, "relative_tmp_dir"),
+                                     "a relative path without '..'");
+    if (st == LMC_OK)
+        st = lmc_l2_config_positive_int(cfg, TYPE, "read_ahead_size", 0, &i, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_bool(cfg, TYPE, "use_odirect", false, &b, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &d, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &b, err);
+    return st;
+}
+
+/* mkdir -p; 0 or an errno. */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t len = strlen(path);
+    if (len == 0 || len >= sizeof(buf))
+        return ENAMETOOLONG;
+    memcpy(buf, path, len + 1);
+    for (size_t i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char saved = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return errno;
+        buf[i] = saved;
+    }
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno;
+    return S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+}
+
+/* Account the files a previous run left; unparsable names and non-files are ignored. */
+static void recover(fs_adapter *fs)
+{
+    DIR *dir = opendir(fs->base_path);
+    if (dir == NULL) {
+        LMC_WARN(COMPONENT, "recovery: cannot open '%s': %s", fs->base_path, strerror(errno));
+        return;
+    }
+    uint64_t *sizes = NULL;
+    size_t cap = 0;
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        lmc_object_key key;
+        struct stat st;
+        if (!lmc_l2_fs_parse_name(de->d_name, &key) ||
+            fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        bool tracked;
+        map_get(fs->sizes, &key, &tracked);
+        if (tracked)
+            continue;
+        if (fs->recovered.len == cap) {
+            size_t ncap = cap == 0 ? 64 : cap * 2;
+            uint64_t *ns = realloc(sizes, ncap * sizeof(*ns));
+            if (ns == NULL)
+                break;
+            sizes = ns;
+            cap = ncap;
+        }
+        if (lmc_keyvec_push(&fs->recovered, &key) != LMC_OK)
+            break;
+        if (map_put(fs->sizes, &key, (uint64_t)st.st_size) != LMC_OK) {
+            fs->recovered.len--;
+            break;
+        }
+        sizes[fs->recovered.len - 1] = (uint64_t)st.st_size;
+        total += (uint64_t)st.st_size;
+    }
+    if (de != NULL)
+        LMC_ERROR(COMPONENT, "recovery of '%s' stopped early (out of memory)", fs->base_path);
+    closedir(dir);
+    lmc_l2_notify_stored(fs->base, fs->recovered.keys, sizes, fs->recovered.len);
+    if (fs->recovered.len > 0)
+        LMC_INFO(COMPONENT, "recovered %zu files (%" PRIu64 " bytes) from '%s'", fs->recovered.len,
+                 total, fs->base_path);
+    free(sizes);
+}
+
+static void fs_free(fs_adapter *fs)
+{
+    lmc_keymap_destroy(fs->locks);
+    lmc_keymap_destroy(fs->sizes);
+    lmc_keyvec_free(&fs->recovered);
+    free(fs->base_path);
+    free(fs->tmp_dir);
+    free(fs->relative_tmp_dir);
+    pthread_mutex_destroy(&fs->lock);
+    pthread_cond_destroy(&fs->cond);
+    free(fs);
+}
+
+static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **impl, lmc_error *err)
+{
+    const char *base_path, *rel;
+    double gb;
+    lmc_status st = LMC_OK;
+    fs_adapter *fs = calloc(1, sizeof(*fs));
+    if (fs == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'fs': out of memory");
+    fs->base = base;
+    pthread_mutex_init(&fs->lock, NULL);
+    pthread_cond_init(&fs->cond, NULL);
+    /* The config was validated by the base, so the reads below cannot fail. */
+    lmc_l2_config_string(cfg, TYPE, "base_path", true, &base_path, NULL);
+    lmc_l2_config_string(cfg, TYPE, "relative_tmp_dir", false, &rel, NULL);
+    lmc_l2_config_positive_int(cfg, TYPE, "read_ahead_size", 0, &fs->read_ahead, NULL);
+    lmc_l2_config_bool(cfg, TYPE, "use_odirect", false, &fs->use_odirect, NULL);
+    lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &gb, NULL);
+    lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &fs->recover_on_start, NULL);
+    /* Clamped: converting a double beyond the range of uint64_t is undefined. */
+    fs->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
+    fs->instance = atomic_fetch_add(&g_instances, 1);
+
+    fs->base_path = strdup(base_path);
+    fs->locks = lmc_keymap_create(0);
+    fs->sizes = lmc_keymap_create(0);
+    if (fs->base_path == NULL || fs->locks == NULL || fs->sizes == NULL)
+        goto nomem;
+    size_t len = strlen(fs->base_path);
+    while (len > 1 && fs->base_path[len - 1] == '/')
+        fs->base_path[--len] = '\0';
+    int e = make_dirs(fs->base_path);
+    if (e != 0) {
+        st = lmc_error_set(err, LMC_ERR_IO,
+                           "--l2-adapter: type 'fs': cannot create base_path '%s': %s",
+                           fs->base_path, strerror(e));
+        goto fail;
+    }
+    if (rel != NULL) {
+        fs->relative_tmp_dir = strdup(rel);
+        if (fs->relative_tmp_dir == NULL ||
+            asprintf(&fs->tmp_dir, "%s/%s", fs->base_path, rel) < 0) {
+            fs->tmp_dir = NULL;
+            goto nomem;
+        }
+        size_t tlen = strlen(fs->tmp_dir);
+        while (tlen > 1 && fs->tmp_dir[tlen - 1] == '/')
+            fs->tmp_dir[--tlen] = '\0';
+        if ((e = make_dirs(fs->tmp_dir)) != 0) {
+            st = lmc_error_set(err, LMC_ERR_IO,
+                               "--l2-adapter: type 'fs': cannot create relative_tmp_dir '%s': %s",
+                               fs->tmp_dir, strerror(e));
+            goto fail;
+        }
+    }
+
+    lmc_l2_adapter_set_capacity(base, fs->capacity);
+    if (fs->capacity > 0 && fs->recover_on_start)
+        recover(fs);
+
+    atomic_store(&fs->worker_alive, true);
+    if ((e = pthread_create(&fs->thread, NULL, worker_main, fs)) != 0) {
+        atomic_store(&fs->worker_alive, false);
+        st = lmc_error_set(err, LMC_ERR_IO, "--l2-adapter: type 'fs': cannot start worker: %s",
+                           strerror(e));
+        goto fail;
+    }
+    fs->thread_started = true;
+    /* Named from here rather than by the thread itself, so the name is set when create returns. */
+    char name[16];
+    snprintf(name, sizeof(name), "l2-fs-%u", fs->instance % 100000u);
+    pthread_setname_np(fs->thread, name);
+    *impl = fs;
+    return LMC_OK;
+
+nomem:
+    st = lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'fs': out of memory");
+fail:
+    fs_free(fs);
+    return st;
+}
+
+static void fs_destroy(void *impl)
+{
+    fs_adapter *fs = impl;
+    if (fs == NULL)
+        return;
+    atomic_store(&fs->stopping, true);
+    pthread_mutex_lock(&fs->lock);
+    fs->stop = true;
+    pthread_cond_broadcast(&fs->cond);
+    pthread_mutex_unlock(&fs->lock);
+    if (fs->thread_started)
+        pthread_join(fs->thread, NULL);
+    /* Every task is completed exactly once, so what never ran is reported failed. */
+    lmc_l2_task *t;
+    while ((t = lmc_l2_task_queue_pop(&fs->queue)) != NULL)
+        lmc_l2_task_fail(fs->base, t);
+    fs_free(fs);
+}
+
+const lmc_l2_adapter_ops lmc_l2_fs_ops = {
+    .type = TYPE,
+    .help = "one file per key under base_path: {\"type\": \"fs\", \"base_path\": DIR, "
+            "\"max_capacity_gb\": N, \"relative_tmp_dir\": DIR, \"use_odirect\": BOOL, "
+            "\"read_ahead_size\": N, \"recover_on_start\": BOOL}",
+    .check_config = fs_check_config,
+    .create = fs_create,
+    .submit_store = fs_submit_store,
+    .submit_lookup = fs_submit_lookup,
+    .submit_load = fs_submit_load,
+    .submit_unlock = fs_submit_unlock,
+    .delete_keys = fs_delete_keys,
+    .report_status = fs_report_status,
+    .is_healthy = fs_is_healthy,
+    .destroy = fs_destroy,
+    .replay_recovered = fs_replay_recovered,
+};

@@ -1,0 +1,47 @@
+/*
+ * l2_test_util.h -- helpers for the L2 adapter tests.
+ *
+ * Every wait is bounded (5 s) so a broken adapter fails a test instead of
+ * hanging the suite.
+ */
+#ifndef LMC_TEST_L2_TEST_UTIL_H
+#define LMC_TEST_L2_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "l2/adapter.h"
+
+#define L2_WAIT_MS 5000
+
+/* poll(2) fd for readability up to timeout_ms; drains it when readable. */
+bool l2_wait_fd(int fd, int timeout_ms);
+
+/* Wait for one task's result (false on timeout). */
+bool l2_wait_lookup(lmc_l2_adapter *a, uint64_t task_id, lmc_bitmap *out);
+bool l2_wait_load(lmc_l2_adapter *a, uint64_t task_id, lmc_bitmap *out);
+/* Collect exactly `want` store results into out (false on timeout). */
+bool l2_wait_stores(lmc_l2_adapter *a, size_t want, lmc_l2_store_result *out);
+/* The result of store task_id, when it is the only store in flight. */
+bool l2_wait_store(lmc_l2_adapter *a, uint64_t task_id, int64_t *result);
+
+/* A key with a 4-byte big-endian chunk hash (as LMCache's tests build them). */
+lmc_object_key l2_key(const char *model, uint32_t hash, int64_t kv_rank, int64_t group,
+                      const char *salt);
+
+/* Parse JSON text; NULL on error. */
+lmc_json *l2_json(const char *text);
+
+/* Create an adapter from JSON text (printf-style); NULL on failure, message in err. */
+lmc_l2_adapter *l2_adapter_from(lmc_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* A fresh directory under /tmp (path written into buf of 64 bytes) and rm -rf. */
+bool l2_tmpdir(char buf[64]);
+void l2_rmtree(const char *path);
+
+/* Whether a file exists / its size (-1 when missing). */
+long long l2_file_size(const char *path);
+
+#endif

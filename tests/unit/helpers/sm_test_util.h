@@ -1,0 +1,44 @@
+/*
+ * sm_test_util.h -- building StorageManagers and keys in tests.
+ */
+#ifndef LMC_TEST_SM_TEST_UTIL_H
+#define LMC_TEST_SM_TEST_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lmcache/storage_manager.h"
+
+/*
+ * A StorageManager from flags given as one string, e.g.
+ * "--l1-size-gb 0.01 --eviction-policy LRU". Arguments are split on spaces,
+ * except that a JSON value after --l2-adapter may contain spaces if it is the
+ * last token group (use sm_test_create_argv for full control).
+ * Fails the test on error.
+ */
+lmc_storage_manager *sm_test_create(const char *flags);
+lmc_storage_manager *sm_test_create_argv(int argc, char **argv);
+
+/* Keys with 32-byte hashes derived from base+i, model "test/model", rank 0x01000100. */
+void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base);
+
+/* A one-tensor uint8 layout of `bytes` bytes. */
+lmc_layout_desc sm_test_layout(uint64_t bytes);
+
+/* reserve_write(new) + fill each object with a byte pattern from its key + finish_write. */
+size_t sm_test_store(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                     const lmc_layout_desc *layout);
+
+/* The byte the pattern puts at offset off of key's object. */
+uint8_t sm_test_pattern(const lmc_object_key *key, uint64_t off);
+
+/* Poll query_prefetch_status until ready (max 5 s); fails the test on timeout. */
+void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h,
+                           lmc_bitmap *out);
+
+/* A fresh directory under /tmp (caller removes it with sm_test_rmdir). */
+char *sm_test_mkdtemp(void);
+void sm_test_rmdir(char *dir);
+
+#endif
