@@ -33,6 +33,8 @@ double lmc_bench_median(double *v, size_t n);
 typedef int (*lmc_bench_group_fn)(const lmc_bench_ctx *ctx);
 
 int lmc_bench_group_sm(const lmc_bench_ctx *ctx);
+int lmc_bench_group_trace(const lmc_bench_ctx *ctx);
+int lmc_bench_group_replay(const lmc_bench_ctx *ctx);
 
 int lmc_bench_micro_main(int argc, char **argv);
 

@@ -17,6 +17,10 @@ typedef struct group {
 static const group groups[] = {
     {"sm", "StorageManager calls (reserve/finish, prefetch with L1 hits, read cycle)",
      lmc_bench_group_sm},
+    {"trace", "trace capture: gate off, caller cost on, recorder drain, vs an LTTng-UST event",
+     lmc_bench_group_trace},
+    {"replay", "trace info pass, replay loop overhead and pacing lateness",
+     lmc_bench_group_replay},
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

@@ -1,29 +1,591 @@
 /*
  * cmd_trace.c -- `lmcache trace info|replay|record`.
+ *
+ * info reads a whole trace (t_mono and qualname of each record only) and
+ * prints its header, per-qualname counts and duration in LMCache's layout
+ * (spec/trace-format.md section 8.2). replay runs the replay driver and
+ * writes the outputs of sections 7 and 8.3-8.4. record only points at the
+ * server flag, as the seed's stub does.
  */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "core/clock.h"
+#include "core/json.h"
+#include "core/log.h"
+#include "replay/driver.h"
+#include "replay/report.h"
+#include "storage/config.h"
+#include "trace/reader.h"
+#include "trace/recorder.h"
+
+/* ---------------------------------------------------------------------- */
+/* info                                                                    */
+/* ---------------------------------------------------------------------- */
+
+typedef struct op_count {
+    char *qualname;
+    uint64_t count;
+} op_count;
+
+typedef struct op_counts {
+    op_count *v;
+    size_t n, cap;
+    /* Traces usually interleave few qualnames: remember the last one hit. */
+    size_t last;
+} op_counts;
+
+static int count_op(op_counts *c, const char *q, size_t len)
+{
+    if (c->n > 0 && strlen(c->v[c->last].qualname) == len &&
+        memcmp(c->v[c->last].qualname, q, len) == 0) {
+        c->v[c->last].count++;
+        return 0;
+    }
+    for (size_t i = 0; i < c->n; i++) {
+        if (strlen(c->v[i].qualname) == len && memcmp(c->v[i].qualname, q, len) == 0) {
+            c->v[i].count++;
+            c->last = i;
+            return 0;
+        }
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 16;
+        op_count *nv = realloc(c->v, cap * sizeof(*nv));
+        if (nv == NULL)
+            return -1;
+        c->v = nv;
+        c->cap = cap;
+    }
+    char *copy = strndup(q, len);
+    if (copy == NULL)
+        return -1;
+    c->v[c->n] = (op_count){copy, 1};
+    c->last = c->n++;
+    return 0;
+}
+
+static int cmp_op(const void *a, const void *b)
+{
+    return strcmp(((const op_count *)a)->qualname, ((const op_count *)b)->qualname);
+}
+
+static void row(const char *label, const char *value)
+{
+    char l[128];
+    snprintf(l, sizeof(l), "%s:", label);
+    printf("  %-28s%s\n", l, value);
+}
+
+static void info_usage(FILE *out)
+{
+    fprintf(out, "usage: lmcache trace info [--help] FILE\n\n"
+                 "Print a trace's header fields, per-operation record counts, total records\n"
+                 "and duration (the largest record t_mono).\n");
+}
 
 static int cmd_trace_info(int argc, char **argv)
 {
-    if (argc >= 2 && lmc_cli_is_help(argv[1])) {
-        printf("usage: lmcache trace info [--help] FILE\n");
-        return 0;
+    const char *path = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (lmc_cli_is_help(argv[i])) {
+            info_usage(stdout);
+            return 0;
+        }
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
+            fprintf(stderr, "lmcache trace info: unknown option '%s'\n\n", argv[i]);
+            info_usage(stderr);
+            return 2;
+        }
+        if (path != NULL) {
+            fprintf(stderr, "lmcache trace info: unexpected argument '%s'\n\n", argv[i]);
+            info_usage(stderr);
+            return 2;
+        }
+        path = argv[i];
     }
-    fprintf(stderr, "lmcache trace info: not implemented yet in this build\n");
-    return 2;
+    if (path == NULL) {
+        fprintf(stderr, "lmcache trace info: a trace FILE is required\n\n");
+        info_usage(stderr);
+        return 2;
+    }
+
+    lmc_trace_reader *rd;
+    lmc_error err;
+    if (lmc_trace_reader_open(path, &rd, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace info: %s\n", err.msg);
+        return 1;
+    }
+    op_counts ops = {0};
+    uint64_t total = 0, dropped = 0;
+    bool has_dropped = false;
+    double duration = 0.0;
+    double t_mono;
+    const char *q;
+    size_t qlen;
+    int rc = 0;
+    while (lmc_trace_reader_next_peek(rd, &t_mono, &q, &qlen) == LMC_OK) {
+        if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
+            memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
+            has_dropped = true;
+            dropped += lmc_trace_reader_peek_int_arg(rd, "dropped_count");
+            continue;
+        }
+        if (t_mono > duration && isfinite(t_mono))
+            duration = t_mono;
+        total++;
+        if (count_op(&ops, q, qlen) != 0) {
+            fprintf(stderr, "lmcache trace info: out of memory\n");
+            rc = 1;
+            break;
+        }
+    }
+    const lmc_trace_header *h = lmc_trace_reader_header(rd);
+    char buf[128];
+    printf("Trace file: %s\n", path);
+    row("level", h->level);
+    snprintf(buf, sizeof(buf), "%lld", (long long)h->format_version);
+    row("format_version", buf);
+    snprintf(buf, sizeof(buf), "%lld", (long long)h->trace_schema_version);
+    row("trace_schema_version", buf);
+    snprintf(buf, sizeof(buf), "%.3fs", duration);
+    row("duration", buf);
+    row("sm_config_digest", h->sm_config_digest[0] ? h->sm_config_digest : "(none)");
+    for (size_t i = 0; i < h->n_meta; i++)
+        row(h->meta_keys[i], h->meta_values[i]);
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)total);
+    row("total_records", buf);
+    if (has_dropped) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)dropped);
+        row("dropped_records", buf);
+    }
+    if (ops.n == 0) {
+        printf("  ops: (none)\n");
+    } else {
+        printf("  ops:\n");
+        qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
+        for (size_t i = 0; i < ops.n; i++)
+            printf("    %s: %llu\n", ops.v[i].qualname, (unsigned long long)ops.v[i].count);
+    }
+    if (lmc_trace_reader_truncated(rd))
+        fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
+                        "above cover the complete records\n", path);
+    for (size_t i = 0; i < ops.n; i++)
+        free(ops.v[i].qualname);
+    free(ops.v);
+    lmc_trace_reader_close(rd);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- */
+/* replay                                                                  */
+/* ---------------------------------------------------------------------- */
+
+typedef struct replay_args {
+    const char *path;
+    bool verbose;
+    const char *jsonl_out;
+    const char *output_dir;
+    bool no_csv;
+    bool json;
+    bool quiet;
+    bool format_json;
+    const char *output;
+    double time_scale;
+} replay_args;
+
+static void replay_usage(FILE *out)
+{
+    fprintf(out,
+            "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
+            "                            [storage-manager flags] [options]\n\n"
+            "Replay a trace against a fresh StorageManager built from the flags below,\n"
+            "honouring the recorded timing (scaled by --time-scale), and report latency\n"
+            "per operation.\n\n"
+            "options:\n"
+            "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
+            "                      0.5 replays twice as fast)\n"
+            "  --verbose           print one line per record to stdout\n"
+            "  --jsonl-out PATH    write one JSON object per record to PATH\n"
+            "  --output-dir DIR    where trace_replay_ops.csv / trace_replay_summary.json go "
+            "(default .)\n"
+            "  --no-csv            do not write trace_replay_ops.csv\n"
+            "  --json              also write trace_replay_summary.json\n"
+            "  --format F          terminal (default) or json, for the result on stdout\n"
+            "  --output PATH       also save the result (in --format) to PATH\n"
+            "  -q, --quiet         do not print the result\n\n"
+            "storage-manager flags:\n");
+    lmc_sm_config_print_help(out);
+}
+
+/* The value of a flag given as "--flag value" or "--flag=value". */
+static const char *flag_value(const char *flag, int argc, char **argv, int *i, bool *matched)
+{
+    size_t fl = strlen(flag);
+    *matched = false;
+    if (strncmp(argv[*i], flag, fl) != 0)
+        return NULL;
+    if (argv[*i][fl] == '=') {
+        *matched = true;
+        return argv[*i] + fl + 1;
+    }
+    if (argv[*i][fl] != '\0')
+        return NULL;
+    *matched = true;
+    if (*i + 1 >= argc)
+        return NULL;
+    return argv[++*i];
+}
+
+/* 0 ok, 2 usage error (message printed). */
+static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
+{
+    memset(a, 0, sizeof(*a));
+    a->output_dir = ".";
+    a->time_scale = 1.0;
+    for (int i = 1; i < argc; i++) {
+        const char *arg = argv[i];
+        bool m;
+        const char *v;
+        lmc_error err;
+        bool consumed;
+        if (lmc_sm_config_parse_arg(cfg, argc, argv, &i, &consumed, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            return 2;
+        }
+        if (consumed) {
+            i--; /* parse_arg advanced past what it used; the loop adds one */
+            continue;
+        }
+        if (strcmp(arg, "--verbose") == 0) {
+            a->verbose = true;
+        } else if (strcmp(arg, "--no-csv") == 0) {
+            a->no_csv = true;
+        } else if (strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+            a->quiet = true;
+        } else if ((v = flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
+            if (!v || !*v)
+                goto missing;
+            a->jsonl_out = v;
+        } else if ((v = flag_value("--output-dir", argc, argv, &i, &m)) || m) {
+            if (!v || !*v)
+                goto missing;
+            a->output_dir = v;
+        } else if ((v = flag_value("--output", argc, argv, &i, &m)) || m) {
+            if (!v || !*v)
+                goto missing;
+            a->output = v;
+        } else if ((v = flag_value("--format", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (strcmp(v, "json") == 0) {
+                a->format_json = true;
+            } else if (strcmp(v, "terminal") != 0) {
+                fprintf(stderr, "lmcache trace replay: --format: '%s' is not one of terminal, "
+                                "json\n", v);
+                return 2;
+            }
+        } else if ((v = flag_value("--time-scale", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            char *end;
+            errno = 0;
+            double s = strtod(v, &end);
+            if (*v == '\0' || *end != '\0' || errno == ERANGE) {
+                fprintf(stderr, "lmcache trace replay: --time-scale: '%s' is not a number\n", v);
+                return 2;
+            }
+            if (lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+                return 2;
+            }
+            a->time_scale = s;
+        } else if ((v = flag_value("--trace-level", argc, argv, &i, &m)) || m ||
+                   (v = flag_value("--trace-output", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            LMC_WARN("replay", "%s is ignored: a replay never records", arg);
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
+            replay_usage(stderr);
+            return 2;
+        } else if (a->path == NULL) {
+            a->path = arg;
+        } else {
+            fprintf(stderr, "lmcache trace replay: unexpected argument '%s'\n", arg);
+            return 2;
+        }
+        continue;
+    missing:
+        fprintf(stderr, "lmcache trace replay: %s: a value is required\n", arg);
+        return 2;
+    }
+    if (a->path == NULL) {
+        fprintf(stderr, "lmcache trace replay: a trace FILE is required\n\n");
+        replay_usage(stderr);
+        return 2;
+    }
+    lmc_error err;
+    if (lmc_sm_config_finish(cfg, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+        return 2;
+    }
+    return 0;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char buf[PATH_MAX];
+    if (snprintf(buf, sizeof(buf), "%s", path) >= (int)sizeof(buf)) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        return -1;
+    return 0;
+}
+
+typedef struct progress {
+    const replay_args *args;
+    FILE *jsonl;
+    uint64_t n, total;
+    bool bar; /* a one-line progress bar on a terminal instead of log lines */
+    uint64_t start_ns, last_draw_ns;
+} progress;
+
+static void draw_bar(progress *p, bool final)
+{
+    uint64_t now = lmc_mono_ns();
+    if (!final && now - p->last_draw_ns < 100000000ull)
+        return;
+    p->last_draw_ns = now;
+    double elapsed = (double)(now - p->start_ns) / 1e9;
+    double rate = elapsed > 0 ? (double)p->n / elapsed : 0.0;
+    double frac = p->total ? (double)p->n / (double)p->total : 1.0;
+    int width = 30, fill = (int)(frac * width);
+    char bar[64];
+    for (int i = 0; i < width; i++)
+        bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
+    bar[width] = '\0';
+    double eta = rate > 0 ? (double)(p->total - p->n) / rate : 0.0;
+    fprintf(stderr, "\r[%s] %llu/%llu (%5.1f%%) %.0f rec/s ETA %.0fs ", bar,
+            (unsigned long long)p->n, (unsigned long long)p->total, frac * 100.0, rate, eta);
+    if (final)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static void on_record(const char *q, double latency_s, bool failed, bool skipped, void *ud)
+{
+    progress *p = ud;
+    p->n++;
+    double ms = latency_s * 1000.0;
+    const char *status = failed ? "FAIL" : "OK";
+    if (p->args->verbose)
+        printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)p->n,
+               (unsigned long long)p->total, status, ms, q);
+    else if (p->bar)
+        draw_bar(p, false);
+    else
+        LMC_INFO("replay", "[%llu/%llu] %s %s (%.3fms)", (unsigned long long)p->n,
+                 (unsigned long long)p->total, status, q, ms);
+    if (p->jsonl) {
+        char f[32];
+        lmc_json_format_float(skipped ? 0.0 : ms, f, sizeof(f));
+        lmc_json *s = lmc_json_string(q);
+        char *qs = s ? lmc_json_dumps(s, 0, -1, NULL) : NULL;
+        fprintf(p->jsonl, "{\"qualname\": %s, \"latency_ms\": %s, \"failed\": %s}\n",
+                qs ? qs : "\"?\"", f, failed ? "true" : "false");
+        free(qs);
+        lmc_json_free(s);
+    }
+}
+
+static void print_banner(void)
+{
+    const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
+    const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
+    char bar[79];
+    memset(bar, '=', 78);
+    bar[78] = '\0';
+    fprintf(stderr,
+            "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
+            "  * The replay's StorageManager is built from the flags given here, not from\n"
+            "    the trace; the config digest row says whether they match the recording.\n"
+            "  * This host's speed differs from the recording host's; the replay keeps the\n"
+            "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n"
+            "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
+            "    this environment, not necessarily a bug.\n"
+            "%s%s%s\n",
+            bold, bar, bar, reset, bold, bar, reset);
+}
+
+static int write_text(const char *path, const char *text, const char *what)
+{
+    FILE *f = fopen(path, "w");
+    if (f == NULL || fputs(text, f) == EOF || fclose(f) != 0) {
+        fprintf(stderr, "lmcache trace replay: cannot write %s '%s': %s\n", what, path,
+                strerror(errno));
+        return -1;
+    }
+    return 0;
 }
 
 static int cmd_trace_replay(int argc, char **argv)
 {
-    if (argc >= 2 && lmc_cli_is_help(argv[1])) {
-        printf("usage: lmcache trace replay [--help] FILE <storage-manager flags>\n");
-        return 0;
+    for (int i = 1; i < argc; i++) {
+        if (lmc_cli_is_help(argv[i])) {
+            replay_usage(stdout);
+            return 0;
+        }
     }
-    fprintf(stderr, "lmcache trace replay: not implemented yet in this build\n");
-    return 2;
+    lmc_sm_config cfg;
+    if (lmc_sm_config_init(&cfg) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: out of memory\n");
+        return 1;
+    }
+    replay_args a;
+    int rc = parse_replay(argc, argv, &a, &cfg);
+    if (rc != 0) {
+        lmc_sm_config_free(&cfg);
+        return rc;
+    }
+
+    progress p = {.args = &a};
+    lmc_replay_result res;
+    memset(&res, 0, sizeof(res));
+    rc = 1;
+    /* Output locations are created before replaying, so a bad one fails fast. */
+    if (make_dirs(a.output_dir) != 0) {
+        fprintf(stderr, "lmcache trace replay: cannot create --output-dir '%s': %s\n",
+                a.output_dir, strerror(errno));
+        goto out;
+    }
+    if (a.jsonl_out) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", a.jsonl_out);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            if (make_dirs(dir) != 0) {
+                fprintf(stderr, "lmcache trace replay: cannot create '%s': %s\n", dir,
+                        strerror(errno));
+                goto out;
+            }
+        }
+        p.jsonl = fopen(a.jsonl_out, "w");
+        if (p.jsonl == NULL) {
+            fprintf(stderr, "lmcache trace replay: cannot write --jsonl-out '%s': %s\n",
+                    a.jsonl_out, strerror(errno));
+            goto out;
+        }
+    }
+    lmc_error err;
+    if (lmc_trace_count_records(a.path, &p.total, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+        goto out;
+    }
+    print_banner();
+    LMC_INFO("replay", "trace replay: file=%s records=%llu", a.path,
+             (unsigned long long)p.total);
+    p.bar = !a.verbose && isatty(STDERR_FILENO);
+    p.start_ns = lmc_mono_ns();
+
+    lmc_replay_options opt = {.time_scale = a.time_scale, .on_record = on_record, .ud = &p};
+    if (lmc_replay_run(&cfg, a.path, &opt, &res, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+        goto out;
+    }
+    if (p.bar)
+        draw_bar(&p, true);
+    if (p.jsonl) {
+        fclose(p.jsonl);
+        p.jsonl = NULL;
+    }
+
+    char path[PATH_MAX];
+    rc = 0;
+    if (!a.no_csv) {
+        snprintf(path, sizeof(path), "%s/trace_replay_ops.csv", a.output_dir);
+        if (lmc_replay_stats_write_csv(res.stats, path, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            rc = 1;
+        } else {
+            LMC_INFO("replay", "CSV written to %s", path);
+        }
+    }
+    if (a.json) {
+        snprintf(path, sizeof(path), "%s/trace_replay_summary.json", a.output_dir);
+        if (lmc_replay_stats_write_json(res.stats, path, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            rc = 1;
+        } else {
+            LMC_INFO("replay", "JSON written to %s", path);
+        }
+    }
+
+    lmc_op_stats *ops = NULL;
+    size_t n_ops = lmc_replay_stats_summary(res.stats, &ops);
+    lmc_replay_summary sum = {
+        .level = res.level,
+        .replayed = res.replayed,
+        .skipped = res.skipped,
+        .failed = res.failed,
+        .duration_s = lmc_replay_stats_duration_s(res.stats),
+        .header_digest = res.header_digest,
+        .replay_digest = res.replay_digest,
+        .time_scale = a.time_scale,
+        .lateness = lmc_replay_stats_lateness(res.stats),
+        .ops = ops,
+        .n_ops = n_ops,
+    };
+    char *text = a.format_json ? lmc_replay_report_json(&sum) : lmc_replay_report_table(&sum);
+    if (text == NULL) {
+        fprintf(stderr, "lmcache trace replay: out of memory\n");
+        rc = 1;
+    } else {
+        if (!a.quiet)
+            fputs(text, stdout);
+        if (a.output && write_text(a.output, text, "--output") != 0)
+            rc = 1;
+        free(text);
+    }
+    lmc_replay_stats_free_summary(ops, n_ops);
+    if (res.recorder_dropped > 0)
+        fprintf(stderr, "lmcache trace replay: note: the recorder dropped %llu record(s) while "
+                        "writing this trace\n", (unsigned long long)res.recorder_dropped);
+    if (res.failed > 0)
+        rc = 1;
+
+out:
+    if (p.jsonl)
+        fclose(p.jsonl);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+    return rc;
 }
+
+/* ---------------------------------------------------------------------- */
+/* record                                                                  */
+/* ---------------------------------------------------------------------- */
 
 /*
  * Capture is bound to a live process, so it is a server flag, not a trace

@@ -1,0 +1,865 @@
+/*
+ * bench_trace.c -- `lmcache bench micro trace`: what capture costs the
+ * caller, how fast the recorder drains, and an LTTng-UST tracepoint
+ * measured side by side in the same run.
+ *
+ * Metrics (DESIGN.md section 5 targets in brackets):
+ *   off_overhead_ns         LMC_TRACE_FINISH_WRITE with the gate off, per call,
+ *                           minus the same loop without it [<= 1 ns]
+ *   on_caller_1key_ns       reserve_write capture of 1 key, gate on, p50
+ *   on_caller_16keys_ns     the same with 16 keys [<= 150 ns]
+ *   drain_records_per_s     16-key records decoded, encoded and written by the
+ *                           final drain of a prefilled bus [>= 1 M/s]
+ *   drain_write_bytes_avg   file bytes / write batches of that drain [>= 64 KiB]
+ *   drain_record_bytes_avg  file bytes / records (LMCache's layout)
+ *   lttng_event_ns          one LTTng-UST tracepoint carrying the 16-key call's
+ *                           bytes, in an active session, p50
+ *   lttng_event_1key_ns     the same with 1 key
+ *   lttng_ratio_16keys      on_caller_16keys_ns / lttng_event_ns (lower: we are cheaper)
+ *   lttng_event_disabled_ns instead of the three above, when no session could
+ *                           be set up: the tracepoint's cost with nothing enabled
+ *
+ * Caller-side costs are timed one call at a time with the monotonic clock
+ * (the median cost of a clock read is subtracted), paced GAP_NS apart
+ * (100 k calls/s, the sustained rate of DESIGN.md) in bursts of BURST
+ * calls with a pause after each, so the drain (ours: the bus thread and
+ * the recorder; LTTng's: its consumer daemon) keeps up and the figure is
+ * the caller's path, not a full ring. Both sides are called through a
+ * function pointer, so both pay the same indirect call, and both copy the
+ * same bytes: the LTTng event carries the key structs as the in-process
+ * capture copies them (1,792 bytes for 16 keys), plus the layout's dims.
+ *
+ * The LTTng side runs in a forked child that dlopen()s the provider
+ * (lttng_tp.h), so liblttng-ust's threads end with the child and this
+ * process stays as it was. The parent starts a private lttng-sessiond
+ * (LTTNG_HOME in a temporary directory) unless one is already reachable,
+ * creates a session writing there, and afterwards destroys the session,
+ * stops the daemon it started and removes what it created. Every external
+ * command runs under timeout(1) and every wait is bounded.
+ *
+ * Trace files go to /dev/shm when it is writable (tmpfs, like the target
+ * says), else $TMPDIR or /tmp, and are removed.
+ *
+ * Threads: the calling thread, the event bus's drain thread, and a child
+ * process for LTTng. Not reentrant (the trace gate is process-wide).
+ */
+#include <dirent.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "core/clock.h"
+#include "lmcache/types.h"
+#include "lttng_tp.h"
+#include "obs/event_bus.h"
+#include "trace/capture.h"
+#include "trace/lifecycle.h"
+#include "trace/recorder.h"
+
+extern char **environ;
+
+#define NKEYS 16
+#define MODEL "meta-llama/Llama-3.1-8B"
+#define BURST 1000        /* calls between pauses */
+#define GAP_NS 10000u     /* between timed calls: 100 k calls/s, the sustained rate of DESIGN.md */
+#define PAUSE_NS 2000000u /* after each burst */
+#define DRAIN_WAIT_NS 1000000000u
+#define CALL_VARIANTS 64 /* distinct key sets the drain benchmark cycles through */
+
+/* ------------------------------------------------------------------------ */
+/* Calls and timing                                                          */
+/* ------------------------------------------------------------------------ */
+
+typedef struct call_args {
+    lmc_object_key keys[NKEYS];
+    size_t n;
+    lmc_layout_desc layout;
+    int64_t dims[4];
+} call_args;
+
+static uint64_t mix64(uint64_t x)
+{
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+/* n keys with 32-byte chunk hashes, one bf16 tensor of a 256-token chunk. */
+static void make_call(call_args *c, size_t n, uint64_t seed)
+{
+    memset(c, 0, sizeof(*c));
+    c->n = n;
+    for (size_t i = 0; i < n; i++) {
+        uint8_t h[32];
+        for (size_t w = 0; w < 4; w++) {
+            uint64_t v = mix64(seed * 1000003u + i * 4 + w);
+            memcpy(h + 8 * w, &v, 8);
+        }
+        lmc_object_key_make(&c->keys[i], h, sizeof(h), MODEL, 0, 0, "", NULL);
+    }
+    int64_t dims[4] = {2, 32, 256, 1024};
+    memcpy(c->dims, dims, sizeof(dims));
+    lmc_layout_desc_make1(&c->layout, c->dims, 4, LMC_DTYPE_BFLOAT16, NULL);
+}
+
+/* The traced call as the StorageManager makes it (gate check included). */
+static void emit_ours(void *arg)
+{
+    const call_args *c = arg;
+    LMC_TRACE_RESERVE_WRITE(c->keys, c->n, &c->layout, LMC_WRITE_NEW);
+}
+
+typedef void (*emit_fn)(void *arg);
+
+/* The median cost of one clock read, measured like the calls are. */
+static double timer_overhead_ns(void)
+{
+    enum { N = 20000 };
+    double *v = malloc(N * sizeof(*v));
+    if (v == NULL)
+        return 0;
+    for (size_t i = 0; i < N; i++) {
+        uint64_t t0 = lmc_mono_ns();
+        uint64_t t1 = lmc_mono_ns();
+        v[i] = (double)(t1 - t0);
+    }
+    double m = lmc_bench_median(v, N);
+    free(v);
+    return m;
+}
+
+static void spin_until(uint64_t t)
+{
+    while (lmc_mono_ns() < t) {
+    }
+}
+
+/* Between bursts: wait (bounded) for our bus to empty, then pause. */
+static void burst_pause(lmc_event_bus *bus)
+{
+    if (bus != NULL) {
+        uint64_t deadline = lmc_mono_ns() + DRAIN_WAIT_NS;
+        while (lmc_event_bus_queued(bus) > 0 && lmc_mono_ns() < deadline)
+            lmc_sleep_ns(20000);
+    }
+    lmc_sleep_ns(PAUSE_NS);
+}
+
+/*
+ * p50 of iters calls of fn(arg), each timed alone, minus the clock's cost
+ * (clamped at 0). ns has room for iters values. One untimed burst first.
+ */
+static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, double overhead,
+                         lmc_event_bus *bus)
+{
+    emit_fn volatile call = fn; /* an indirect call on both sides */
+    for (size_t i = 0; i < BURST; i++) {
+        call(arg);
+        spin_until(lmc_mono_ns() + GAP_NS);
+    }
+    burst_pause(bus);
+    for (size_t i = 0; i < iters; i++) {
+        uint64_t t0 = lmc_mono_ns();
+        call(arg);
+        uint64_t t1 = lmc_mono_ns();
+        ns[i] = (double)(t1 - t0);
+        if ((i + 1) % BURST == 0)
+            burst_pause(bus);
+        else
+            spin_until(t1 + GAP_NS);
+    }
+    double med = lmc_bench_median(ns, iters) - overhead;
+    return med > 0 ? med : 0;
+}
+
+/* Where trace files go: tmpfs when we can write there. */
+static const char *scratch_dir(void)
+{
+    struct stat st;
+    if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) && access("/dev/shm", W_OK) == 0)
+        return "/dev/shm";
+    const char *t = getenv("TMPDIR");
+    return t != NULL && *t != '\0' && strchr(t, '\'') == NULL ? t : "/tmp";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gate off                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* The two loops differ only in the hook; the asm keeps each iteration real. */
+__attribute__((noinline)) static uint64_t loop_plain(const lmc_object_key *keys, uint64_t n)
+{
+    uint64_t t0 = lmc_mono_ns();
+    for (uint64_t i = 0; i < n; i++)
+        __asm__ __volatile__("" : : "r"(keys) : "memory");
+    return lmc_mono_ns() - t0;
+}
+
+__attribute__((noinline)) static uint64_t loop_hooked(const lmc_object_key *keys, uint64_t n)
+{
+    uint64_t t0 = lmc_mono_ns();
+    for (uint64_t i = 0; i < n; i++) {
+        LMC_TRACE_FINISH_WRITE(keys, 1);
+        __asm__ __volatile__("" : : "r"(keys) : "memory");
+    }
+    return lmc_mono_ns() - t0;
+}
+
+/*
+ * ns per call added by the hook with the gate off. The difference is
+ * within the noise of a loop iteration, so it can come out negative: it is
+ * clamped at 0 (the hook cannot make a loop faster).
+ */
+static double bench_off_overhead(const call_args *c, uint64_t n, int rep)
+{
+    lmc_trace_set_enabled(false);
+    uint64_t plain, hooked;
+    if (rep % 2 == 0) { /* alternate the order: neither loop always runs first */
+        plain = loop_plain(c->keys, n);
+        hooked = loop_hooked(c->keys, n);
+    } else {
+        hooked = loop_hooked(c->keys, n);
+        plain = loop_plain(c->keys, n);
+    }
+    double d = ((double)hooked - (double)plain) / (double)n;
+    return d > 0 ? d : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Gate on: a bus and the real recorder                                      */
+/* ------------------------------------------------------------------------ */
+
+typedef struct tracing {
+    lmc_event_bus *bus;
+    lmc_trace_recorder *rec;
+    char path[PATH_MAX];
+} tracing;
+
+static int tracing_start(tracing *t, size_t max_queue, bool start_drain)
+{
+    memset(t, 0, sizeof(*t));
+    snprintf(t->path, sizeof(t->path), "%s/lmcache-bench-trace-%d.lct", scratch_dir(),
+             (int)getpid());
+    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = max_queue};
+    lmc_error err;
+    if (lmc_event_bus_create(&cfg, &t->bus, &err) != LMC_OK) {
+        fprintf(stderr, "bench trace: %s\n", err.msg);
+        return -1;
+    }
+    if (lmc_trace_maybe_init(t->bus, "storage", t->path, "{}", "", &t->rec, &err) != LMC_OK) {
+        fprintf(stderr, "bench trace: %s\n", err.msg);
+        lmc_event_bus_destroy(t->bus);
+        t->bus = NULL;
+        return -1;
+    }
+    if (start_drain && lmc_event_bus_start(t->bus) != LMC_OK) {
+        fprintf(stderr, "bench trace: cannot start the event bus\n");
+        lmc_event_bus_stop(t->bus);
+        lmc_trace_capture_set_bus(NULL);
+        lmc_trace_recorder_destroy(t->rec);
+        lmc_event_bus_destroy(t->bus);
+        unlink(t->path);
+        t->bus = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+/* Stop (final drain, then the recorder closes and turns the gate off). */
+static void tracing_end(tracing *t)
+{
+    if (t->bus == NULL)
+        return;
+    lmc_event_bus_stop(t->bus);
+    lmc_trace_capture_set_bus(NULL);
+    lmc_trace_recorder_destroy(t->rec);
+    lmc_event_bus_destroy(t->bus);
+    unlink(t->path);
+    t->bus = NULL;
+    t->rec = NULL;
+}
+
+typedef struct drain_result {
+    double records_per_s;
+    double write_bytes_avg;
+    double record_bytes_avg;
+} drain_result;
+
+/*
+ * Prefill an unstarted bus with n 16-key reserve_write captures, then time
+ * lmc_event_bus_stop: the final drain through the recorder to the file,
+ * and its close (flush, fsync).
+ */
+static int bench_drain(const call_args *calls, size_t n, drain_result *out)
+{
+    tracing t;
+    if (tracing_start(&t, n + 64, false) != 0)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        const call_args *c = &calls[i % CALL_VARIANTS];
+        LMC_TRACE_RESERVE_WRITE(c->keys, c->n, &c->layout, LMC_WRITE_NEW);
+    }
+    uint64_t dropped = lmc_event_bus_dropped(t.bus);
+    uint64_t t0 = lmc_mono_ns();
+    lmc_event_bus_stop(t.bus);
+    uint64_t elapsed = lmc_mono_ns() - t0;
+    uint64_t records = lmc_trace_recorder_records(t.rec);
+    uint64_t writes = lmc_trace_recorder_writes(t.rec);
+    struct stat st;
+    off_t size = stat(t.path, &st) == 0 ? st.st_size : 0;
+    tracing_end(&t);
+    if (dropped > 0 || records != n)
+        fprintf(stderr, "bench trace: drain wrote %llu of %zu records (%llu dropped at publish)\n",
+                (unsigned long long)records, n, (unsigned long long)dropped);
+    if (records == 0 || writes == 0 || elapsed == 0)
+        return -1;
+    out->records_per_s = (double)records / ((double)elapsed / 1e9);
+    out->write_bytes_avg = (double)size / (double)writes;
+    out->record_bytes_avg = (double)size / (double)records;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* LTTng-UST                                                                 */
+/* ------------------------------------------------------------------------ */
+
+#ifdef LMC_HAVE_LTTNG
+
+#define CMD_TIMEOUT "timeout -k 2 20 "
+#define SESSIOND_READY_NS 10000000000ull
+#define ENABLE_WAIT_NS 5000000000ull
+#define LTTNG_WHY_MAX 160
+
+typedef struct lttng_env {
+    char dir[PATH_MAX]; /* private LTTNG_HOME and session output; "" if none */
+    char session[64];
+    bool created;     /* our session exists */
+    pid_t sessiond;   /* the daemon we started, or 0 */
+    char *saved_home; /* LTTNG_HOME before us (malloc'd), or NULL */
+    bool had_home;
+    bool had_rundir; /* /var/run/lttng existed before */
+    char **had_shm;  /* lttng-ust-wait-* in /dev/shm before */
+    size_t n_had_shm;
+} lttng_env;
+
+/* What the child reports (in shared memory). */
+enum { LTTNG_FAILED = 0, LTTNG_ACTIVE, LTTNG_DISABLED };
+typedef struct lttng_shared {
+    int state;
+    char why[LTTNG_WHY_MAX];
+    double v[]; /* [0, reps): 16 keys; [reps, 2 reps): 1 key (or disabled cost) */
+} lttng_shared;
+
+/* Run a shell command under timeout, output appended to our log. */
+static bool sh(const lttng_env *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool sh(const lttng_env *e, const char *fmt, ...)
+{
+    char cmd[2 * PATH_MAX + 512];
+    int k = snprintf(cmd, sizeof(cmd), CMD_TIMEOUT);
+    va_list ap;
+    va_start(ap, fmt);
+    k += vsnprintf(cmd + k, sizeof(cmd) - (size_t)k, fmt, ap);
+    va_end(ap);
+    if (k < 0 || (size_t)k >= sizeof(cmd) - PATH_MAX - 32)
+        return false;
+    if (e->dir[0] != '\0')
+        snprintf(cmd + k, sizeof(cmd) - (size_t)k, " >>'%s/lttng.log' 2>&1", e->dir);
+    else
+        snprintf(cmd + k, sizeof(cmd) - (size_t)k, " >/dev/null 2>&1");
+    int st = system(cmd);
+    return st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+static void snapshot_shm(lttng_env *e)
+{
+    DIR *d = opendir("/dev/shm");
+    if (d == NULL)
+        return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strncmp(de->d_name, "lttng-ust-wait-", 15) != 0)
+            continue;
+        char **grown = realloc(e->had_shm, (e->n_had_shm + 1) * sizeof(*grown));
+        if (grown == NULL)
+            break;
+        e->had_shm = grown;
+        e->had_shm[e->n_had_shm] = strdup(de->d_name);
+        if (e->had_shm[e->n_had_shm] != NULL)
+            e->n_had_shm++;
+    }
+    closedir(d);
+}
+
+/* liblttng-ust and the daemon leave their wait files; remove the ones we caused. */
+static void remove_new_shm(lttng_env *e)
+{
+    DIR *d = opendir("/dev/shm");
+    if (d != NULL) {
+        struct dirent *de;
+        while ((de = readdir(d)) != NULL) {
+            if (strncmp(de->d_name, "lttng-ust-wait-", 15) != 0)
+                continue;
+            bool had = false;
+            for (size_t i = 0; i < e->n_had_shm && !had; i++)
+                had = strcmp(e->had_shm[i], de->d_name) == 0;
+            if (!had) {
+                char p[PATH_MAX];
+                snprintf(p, sizeof(p), "/dev/shm/%s", de->d_name);
+                unlink(p);
+            }
+        }
+        closedir(d);
+    }
+    for (size_t i = 0; i < e->n_had_shm; i++)
+        free(e->had_shm[i]);
+    free(e->had_shm);
+    e->had_shm = NULL;
+    e->n_had_shm = 0;
+}
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static bool child_exited(pid_t pid, uint64_t timeout_ns, int *status)
+{
+    uint64_t deadline = lmc_mono_ns() + timeout_ns;
+    for (;;) {
+        pid_t w = waitpid(pid, status, WNOHANG);
+        if (w == pid || (w < 0 && errno == ECHILD))
+            return true;
+        if (lmc_mono_ns() >= deadline)
+            return false;
+        lmc_sleep_ns(10000000);
+    }
+}
+
+static void stop_process(pid_t pid)
+{
+    int status;
+    kill(pid, SIGTERM);
+    if (!child_exited(pid, 5000000000ull, &status)) {
+        kill(pid, SIGKILL);
+        child_exited(pid, 2000000000ull, &status);
+    }
+}
+
+/*
+ * Make a session with lmcache_bench:call enabled, started; on failure,
+ * write why and leave e ready for lttng_session_end.
+ */
+static bool lttng_session_begin(lttng_env *e, char *why, size_t whylen)
+{
+    memset(e, 0, sizeof(*e));
+    const char *home = getenv("LTTNG_HOME");
+    e->had_home = home != NULL;
+    e->saved_home = home ? strdup(home) : NULL;
+    struct stat st;
+    e->had_rundir = stat("/var/run/lttng", &st) == 0;
+    snapshot_shm(e);
+
+    snprintf(e->dir, sizeof(e->dir), "%s/lmcache-bench-lttng-XXXXXX", scratch_dir());
+    if (mkdtemp(e->dir) == NULL) {
+        e->dir[0] = '\0';
+        snprintf(why, whylen, "cannot create a temporary directory");
+        return false;
+    }
+    /* Our lttng client, daemon and (later) the child's liblttng-ust meet here. */
+    setenv("LTTNG_HOME", e->dir, 1);
+    if (!sh(e, "sh -c 'command -v lttng && command -v lttng-sessiond'")) {
+        snprintf(why, whylen,
+                 "lttng or lttng-sessiond not installed (apt-get install "
+                 "lttng-tools); disabled tracepoint measured instead");
+        return false;
+    }
+    if (!sh(e, "lttng list")) {
+        char log[PATH_MAX + 32];
+        snprintf(log, sizeof(log), "%s/sessiond.log", e->dir);
+        posix_spawn_file_actions_t fa;
+        posix_spawn_file_actions_init(&fa);
+        posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+        posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
+        char *argv[] = {"lttng-sessiond", "--no-kernel", NULL};
+        pid_t pid;
+        int rc = posix_spawnp(&pid, "lttng-sessiond", &fa, NULL, argv, environ);
+        posix_spawn_file_actions_destroy(&fa);
+        if (rc != 0) {
+            snprintf(why, whylen, "cannot start lttng-sessiond: %s", strerror(rc));
+            return false;
+        }
+        e->sessiond = pid;
+        uint64_t deadline = lmc_mono_ns() + SESSIOND_READY_NS;
+        bool ready = false;
+        while (!ready && lmc_mono_ns() < deadline) {
+            int status;
+            if (waitpid(pid, &status, WNOHANG) == pid) {
+                e->sessiond = 0;
+                snprintf(why, whylen,
+                         "lttng-sessiond exited at start (another root session "
+                         "daemon, or no permission?)");
+                return false;
+            }
+            ready = sh(e, "lttng list");
+            if (!ready)
+                lmc_sleep_ns(100000000);
+        }
+        if (!ready) {
+            snprintf(why, whylen, "lttng-sessiond did not become ready within 10 s");
+            return false;
+        }
+    }
+    snprintf(e->session, sizeof(e->session), "lmcache-bench-%d", (int)getpid());
+    if (!sh(e, "lttng create %s --output='%s/trace'", e->session, e->dir)) {
+        snprintf(why, whylen, "lttng create failed");
+        return false;
+    }
+    e->created = true;
+    /* Room for several bursts per CPU, so the consumer never makes us discard. */
+    if (!sh(e, "lttng enable-channel -u -s %s --subbuf-size=4M --num-subbuf=4 lmcbench",
+            e->session) ||
+        !sh(e, "lttng enable-event -u -s %s -c lmcbench 'lmcache_bench:call'", e->session) ||
+        !sh(e, "lttng start %s", e->session)) {
+        snprintf(why, whylen, "lttng enable-channel, enable-event or start failed");
+        return false;
+    }
+    return true;
+}
+
+/* Events the session discarded (from `lttng list`), or 0 if unknown. */
+static uint64_t lttng_discarded(const lttng_env *e)
+{
+    if (!sh(e, "sh -c \"lttng list %s > '%s/list.txt'\"", e->session, e->dir))
+        return 0;
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof(p), "%s/list.txt", e->dir);
+    FILE *f = fopen(p, "r");
+    if (f == NULL)
+        return 0;
+    char line[512];
+    uint64_t total = 0;
+    while (fgets(line, sizeof(line), f) != NULL) {
+        const char *s = strstr(line, "Discarded events:");
+        if (s != NULL)
+            total += strtoull(s + 17, NULL, 10);
+    }
+    fclose(f);
+    return total;
+}
+
+/* Bytes in the files under dir (the recorded trace). */
+static uint64_t dir_bytes(const char *dir, int depth)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL || depth > 8) {
+        if (d != NULL)
+            closedir(d);
+        return 0;
+    }
+    uint64_t total = 0;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        char p[PATH_MAX];
+        struct stat st;
+        if ((size_t)snprintf(p, sizeof(p), "%s/%s", dir, de->d_name) >= sizeof(p) ||
+            lstat(p, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode))
+            total += dir_bytes(p, depth + 1);
+        else if (S_ISREG(st.st_mode))
+            total += (uint64_t)st.st_size;
+    }
+    closedir(d);
+    return total;
+}
+
+/* Stop and destroy the session (its discarded count and trace size first),
+ * stop our daemon, remove what we created, restore LTTNG_HOME. */
+static void lttng_session_end(lttng_env *e, uint64_t *discarded, uint64_t *trace_bytes)
+{
+    if (e->created) {
+        sh(e, "lttng stop %s", e->session);
+        *discarded = lttng_discarded(e);
+        char p[PATH_MAX + 16];
+        snprintf(p, sizeof(p), "%s/trace", e->dir);
+        *trace_bytes = dir_bytes(p, 0);
+        sh(e, "lttng destroy %s", e->session);
+    }
+    if (e->sessiond > 0)
+        stop_process(e->sessiond);
+    if (e->dir[0] != '\0')
+        nftw(e->dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (e->sessiond > 0 && !e->had_rundir)
+        rmdir("/var/run/lttng"); /* only if the daemon left it empty */
+    remove_new_shm(e);
+    if (e->had_home)
+        setenv("LTTNG_HOME", e->saved_home, 1);
+    else
+        unsetenv("LTTNG_HOME");
+    free(e->saved_home);
+    e->saved_home = NULL;
+}
+
+static void *open_provider(char *why, size_t whylen)
+{
+    char path[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
+    if (n > 0) {
+        path[n] = '\0';
+        char *slash = strrchr(path, '/');
+        if (slash != NULL &&
+            (size_t)(slash - path) + sizeof(LMC_BENCH_LTTNG_SO) + 1 < sizeof(path)) {
+            strcpy(slash + 1, LMC_BENCH_LTTNG_SO);
+            void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+            if (h != NULL)
+                return h;
+        }
+    }
+#ifdef LMC_BENCH_LTTNG_SO_PATH
+    void *h = dlopen(LMC_BENCH_LTTNG_SO_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (h != NULL)
+        return h;
+#endif
+    snprintf(why, whylen, "cannot load %s next to the executable", LMC_BENCH_LTTNG_SO);
+    return NULL;
+}
+
+/* The child: load the provider (registers with the daemon), then measure. */
+static void lttng_child(lttng_shared *sh_out, int reps, size_t iters, uint64_t loop_n,
+                        bool session_ok, call_args *c16, call_args *c1)
+{
+    void *so = open_provider(sh_out->why, sizeof(sh_out->why));
+    if (so == NULL)
+        _exit(1);
+    lmc_bench_lttng_emit_fn emit = (lmc_bench_lttng_emit_fn)dlsym(so, LMC_BENCH_LTTNG_EMIT);
+    lmc_bench_lttng_loop_fn loop = (lmc_bench_lttng_loop_fn)dlsym(so, LMC_BENCH_LTTNG_LOOP);
+    lmc_bench_lttng_enabled_fn enabled =
+        (lmc_bench_lttng_enabled_fn)dlsym(so, LMC_BENCH_LTTNG_ENABLED);
+    if (emit == NULL || loop == NULL || enabled == NULL) {
+        snprintf(sh_out->why, sizeof(sh_out->why), "%s lacks its entry points", LMC_BENCH_LTTNG_SO);
+        _exit(1);
+    }
+    lmc_bench_lttng_call l16 = {.op = LMC_TRACE_OP_RESERVE_WRITE,
+                                .mode = LMC_WRITE_NEW,
+                                .dtype = LMC_DTYPE_BFLOAT16,
+                                .ndim = 4,
+                                .dims = c16->dims,
+                                .keys = c16->keys,
+                                .keys_len = (uint32_t)(c16->n * sizeof(lmc_object_key))};
+    lmc_bench_lttng_call l1 = l16;
+    l1.dims = c1->dims;
+    l1.keys = c1->keys;
+    l1.keys_len = (uint32_t)(c1->n * sizeof(lmc_object_key));
+
+    if (session_ok) {
+        uint64_t deadline = lmc_mono_ns() + ENABLE_WAIT_NS;
+        while (!enabled() && lmc_mono_ns() < deadline)
+            lmc_sleep_ns(10000000);
+    }
+    if (session_ok && enabled()) {
+        double overhead = timer_overhead_ns();
+        double *ns = malloc(iters * sizeof(*ns));
+        if (ns == NULL)
+            _exit(1);
+        for (int r = 0; r < reps; r++) {
+            sh_out->v[r] = time_calls(emit, &l16, iters, ns, overhead, NULL);
+            sh_out->v[reps + r] = time_calls(emit, &l1, iters, ns, overhead, NULL);
+        }
+        free(ns);
+        sh_out->state = LTTNG_ACTIVE;
+    } else {
+        if (session_ok)
+            snprintf(sh_out->why, sizeof(sh_out->why),
+                     "the session did not enable the tracepoint within 5 s; disabled "
+                     "tracepoint measured instead");
+        for (int r = 0; r < reps; r++) {
+            double fired = (double)loop(loop_n, 1, &l16);
+            double plain = (double)loop(loop_n, 0, &l16);
+            double d = (fired - plain) / (double)loop_n;
+            sh_out->v[reps + r] = d > 0 ? d : 0;
+        }
+        sh_out->state = LTTNG_DISABLED;
+    }
+    _exit(0);
+}
+
+/* Report the LTTng metrics; on_caller16 < 0 when ours was not measured. */
+static void bench_lttng(const lmc_bench_ctx *ctx, size_t iters, uint64_t loop_n, double on_caller16)
+{
+    int reps = ctx->repeats;
+    size_t shm_len = sizeof(lttng_shared) + 2 * (size_t)reps * sizeof(double);
+    lttng_shared *out =
+        mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (out == MAP_FAILED) {
+        lmc_bench_note(ctx, "lttng_event_ns", "cannot map memory for the measuring child");
+        return;
+    }
+    memset(out, 0, shm_len);
+    call_args c16, c1;
+    make_call(&c16, NKEYS, 7);
+    make_call(&c1, 1, 8);
+
+    lttng_env env;
+    char why[LTTNG_WHY_MAX] = "";
+    bool session_ok = lttng_session_begin(&env, why, sizeof(why));
+    if (!session_ok && strstr(why, "instead") == NULL)
+        strncat(why, "; disabled tracepoint measured instead", sizeof(why) - strlen(why) - 1);
+    snprintf(out->why, sizeof(out->why), "%s", why);
+
+    fflush(NULL); /* nothing buffered may be written twice */
+    pid_t pid = fork();
+    if (pid == 0)
+        lttng_child(out, reps, iters, loop_n, session_ok, &c16, &c1);
+    int status = 0;
+    bool done = false;
+    if (pid > 0) {
+        /* Generous: registration (3 s), enabling (5 s), then the timed calls. */
+        uint64_t budget = 30000000000ull + (uint64_t)reps * 2000000000ull;
+        done = child_exited(pid, budget, &status);
+        if (!done) {
+            kill(pid, SIGKILL);
+            child_exited(pid, 2000000000ull, &status);
+        }
+    }
+    uint64_t discarded = 0, trace_bytes = 0;
+    lttng_session_end(&env, &discarded, &trace_bytes);
+
+    if (pid < 0) {
+        lmc_bench_note(ctx, "lttng_event_ns", "cannot fork the measuring child");
+    } else if (!done) {
+        lmc_bench_note(ctx, "lttng_event_ns", "the measuring child timed out");
+    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out->state == LTTNG_FAILED) {
+        lmc_bench_note(ctx, "lttng_event_ns",
+                       out->why[0] ? out->why : "the measuring child failed");
+    } else if (out->state == LTTNG_ACTIVE) {
+        double ev16 = lmc_bench_median(out->v, (size_t)reps);
+        double ev1 = lmc_bench_median(out->v + reps, (size_t)reps);
+        lmc_bench_report(ctx, "lttng_event_ns", ev16, "ns");
+        lmc_bench_report(ctx, "lttng_event_1key_ns", ev1, "ns");
+        if (on_caller16 >= 0 && ev16 > 0)
+            lmc_bench_report(ctx, "lttng_ratio_16keys", on_caller16 / ev16, "x");
+        /* The events must really have been recorded: about 1.9 KB per 16-key call. */
+        uint64_t expect = (uint64_t)reps * (iters + BURST) * c16.n * sizeof(lmc_object_key);
+        if (discarded > 0 || trace_bytes < expect / 2)
+            fprintf(stderr,
+                    "bench trace: the LTTng session discarded %llu events and holds "
+                    "%llu bytes (expected about %llu); lttng_event_ns may be "
+                    "optimistic\n",
+                    (unsigned long long)discarded, (unsigned long long)trace_bytes,
+                    (unsigned long long)expect);
+    } else {
+        lmc_bench_report(ctx, "lttng_event_disabled_ns",
+                         lmc_bench_median(out->v + reps, (size_t)reps), "ns");
+        lmc_bench_note(ctx, "lttng_event_ns", out->why);
+    }
+    munmap(out, shm_len);
+}
+
+#endif /* LMC_HAVE_LTTNG */
+
+/* ------------------------------------------------------------------------ */
+/* The group                                                                 */
+/* ------------------------------------------------------------------------ */
+
+int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
+{
+    int reps = ctx->repeats;
+    size_t iters = (size_t)(10000 * ctx->scale) + 1000;
+    uint64_t loop_n = (uint64_t)(1e8 * ctx->scale) + 1000000;
+    size_t drain_n = (size_t)(100000 * ctx->scale) + 5000;
+    double *v = calloc((size_t)reps, sizeof(double));
+    double *v1 = calloc((size_t)reps, sizeof(double));
+    double *ns = malloc(iters * sizeof(double));
+    call_args *calls = malloc(CALL_VARIANTS * sizeof(call_args));
+    call_args *c1 = malloc(sizeof(call_args));
+    int rc = 1;
+    if (v == NULL || v1 == NULL || ns == NULL || calls == NULL || c1 == NULL)
+        goto out;
+    for (size_t i = 0; i < CALL_VARIANTS; i++)
+        make_call(&calls[i], NKEYS, i + 1);
+    make_call(c1, 1, 1000);
+    double overhead = timer_overhead_ns();
+
+    for (int r = 0; r < reps; r++)
+        v[r] = bench_off_overhead(&calls[0], loop_n, r);
+    lmc_bench_report(ctx, "off_overhead_ns", lmc_bench_median(v, (size_t)reps), "ns");
+
+    /* A server's bus (default size), drained by its thread into the recorder. */
+    tracing t;
+    if (tracing_start(&t, 0, true) != 0)
+        goto out;
+    uint64_t dropped0 = lmc_event_bus_dropped(t.bus);
+    for (int r = 0; r < reps; r++) {
+        v1[r] = time_calls(emit_ours, c1, iters, ns, overhead, t.bus);
+        v[r] = time_calls(emit_ours, &calls[0], iters, ns, overhead, t.bus);
+    }
+    uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
+    tracing_end(&t);
+    double on16 = lmc_bench_median(v, (size_t)reps);
+    lmc_bench_report(ctx, "on_caller_1key_ns", lmc_bench_median(v1, (size_t)reps), "ns");
+    lmc_bench_report(ctx, "on_caller_16keys_ns", on16, "ns");
+    if (dropped > 0)
+        fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
+                (unsigned long long)dropped);
+
+    drain_result *d = calloc((size_t)reps, sizeof(*d));
+    if (d == NULL)
+        goto out;
+    int ok = 0;
+    for (int r = 0; r < reps; r++)
+        if (bench_drain(calls, drain_n, &d[ok]) == 0)
+            ok++;
+    if (ok > 0) {
+        for (int r = 0; r < ok; r++)
+            v[r] = d[r].records_per_s;
+        lmc_bench_report(ctx, "drain_records_per_s", lmc_bench_median(v, (size_t)ok), "records/s");
+        for (int r = 0; r < ok; r++)
+            v[r] = d[r].write_bytes_avg;
+        lmc_bench_report(ctx, "drain_write_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
+        for (int r = 0; r < ok; r++)
+            v[r] = d[r].record_bytes_avg;
+        lmc_bench_report(ctx, "drain_record_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
+    } else {
+        lmc_bench_note(ctx, "drain_records_per_s", "the drain benchmark failed (see stderr)");
+    }
+    free(d);
+
+#ifdef LMC_HAVE_LTTNG
+    bench_lttng(ctx, iters, loop_n, on16);
+#else
+    (void)on16;
+    lmc_bench_note(ctx, "lttng_event_ns",
+                   "LTTng-UST not available at build time (liblttng-ust-dev missing, or "
+                   "LMC_WITH_LTTNG=OFF)");
+#endif
+    rc = 0;
+out:
+    free(v);
+    free(v1);
+    free(ns);
+    free(calls);
+    free(c1);
+    return rc;
+}

@@ -1,0 +1,517 @@
+/*
+ * dispatch.c -- the replay dispatcher, context and default handlers
+ * (see dispatch.h).
+ *
+ * Handlers read their arguments by name, as LMCache's handlers pass the
+ * decoded args as keyword arguments: the names are the traced function's
+ * parameters. Arguments the recorder always writes but a hand-made or
+ * older trace may lack get LMCache's defaults (extra_count 0,
+ * external_request_id "", policy PREFIX); keys and, where the call needs
+ * one, layout_desc are required.
+ */
+#include "replay/dispatch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "trace/capture.h"
+#include "trace/codec.h"
+
+#define LOG_COMP "replay"
+#define P LMC_TRACE_QUALNAME_PREFIX
+
+/* ---------------------------------------------------------------------- */
+/* Dispatcher                                                              */
+/* ---------------------------------------------------------------------- */
+
+typedef struct entry {
+    char *qualname;
+    lmc_replay_handler handler;
+} entry;
+
+struct lmc_dispatcher {
+    entry *entries;
+    size_t n, cap;
+};
+
+lmc_dispatcher *lmc_dispatcher_create(void)
+{
+    return calloc(1, sizeof(lmc_dispatcher));
+}
+
+void lmc_dispatcher_destroy(lmc_dispatcher *d)
+{
+    if (d == NULL)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        free(d->entries[i].qualname);
+    free(d->entries);
+    free(d);
+}
+
+static const entry *find(const lmc_dispatcher *d, const char *q)
+{
+    for (size_t i = 0; i < d->n; i++) {
+        if (strcmp(d->entries[i].qualname, q) == 0)
+            return &d->entries[i];
+    }
+    return NULL;
+}
+
+lmc_status lmc_dispatcher_register(lmc_dispatcher *d, const char *qualname, lmc_replay_handler h,
+                                   lmc_error *err)
+{
+    if (find(d, qualname) != NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID, "handler already registered for '%s'",
+                             qualname);
+    if (d->n == d->cap) {
+        size_t ncap = d->cap ? d->cap * 2 : 8;
+        entry *ne = realloc(d->entries, ncap * sizeof(*ne));
+        if (ne == NULL)
+            return lmc_error_set(err, LMC_ERR_NOMEM, "dispatcher: out of memory");
+        d->entries = ne;
+        d->cap = ncap;
+    }
+    char *q = strdup(qualname);
+    if (q == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "dispatcher: out of memory");
+    d->entries[d->n++] = (entry){q, h};
+    return LMC_OK;
+}
+
+bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname)
+{
+    return find(d, qualname) != NULL;
+}
+
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out)
+{
+    *out = d->n ? malloc(d->n * sizeof(**out)) : NULL;
+    if (*out == NULL)
+        return 0;
+    for (size_t i = 0; i < d->n; i++)
+        (*out)[i] = d->entries[i].qualname;
+    return d->n;
+}
+
+lmc_status lmc_dispatcher_dispatch(const lmc_dispatcher *d, const char *qualname,
+                                   lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                   lmc_error *err)
+{
+    const entry *e = find(d, qualname);
+    if (e == NULL)
+        return lmc_error_set(err, LMC_ERR_NOT_FOUND, "no handler for qualname '%s'", qualname);
+    return e->handler(ctx, rec, err);
+}
+
+lmc_dispatcher *lmc_dispatcher_default(void)
+{
+    static const struct {
+        lmc_trace_op op;
+        lmc_replay_handler h;
+    } table[] = {
+        {LMC_TRACE_OP_RESERVE_WRITE, lmc_replay_reserve_write},
+        {LMC_TRACE_OP_FINISH_WRITE, lmc_replay_finish_write},
+        {LMC_TRACE_OP_SUBMIT_PREFETCH, lmc_replay_submit_prefetch},
+        {LMC_TRACE_OP_FINISH_READ, lmc_replay_finish_read},
+        {LMC_TRACE_OP_READ_ENTER, lmc_replay_read_enter},
+        {LMC_TRACE_OP_READ_EXIT, lmc_replay_read_exit},
+    };
+    lmc_dispatcher *d = lmc_dispatcher_create();
+    if (d == NULL)
+        return NULL;
+    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
+        if (lmc_dispatcher_register(d, lmc_trace_op_qualname(table[i].op), table[i].h, NULL) !=
+            LMC_OK) {
+            lmc_dispatcher_destroy(d);
+            return NULL;
+        }
+    }
+    return d;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Context                                                                 */
+/* ---------------------------------------------------------------------- */
+
+/* One open read_prefetched_results context, in a FIFO list. */
+typedef struct open_read {
+    struct open_read *next;
+    uint64_t tuple_hash;
+    lmc_sm_read_ctx read;
+} open_read;
+
+typedef struct pending_prefetch {
+    lmc_prefetch_handle handle;
+} pending_prefetch;
+
+struct lmc_replay_ctx {
+    lmc_storage_manager *sm;
+    open_read *reads_head; /* oldest first */
+    open_read *reads_tail;
+    size_t n_reads;
+    pending_prefetch *prefetches;
+    size_t n_prefetches, cap_prefetches;
+    lmc_object_key *keys; /* scratch for the current record's keys */
+    size_t keys_cap;
+    lmc_l1_error *errs;
+    lmc_memory_obj *objs;
+    size_t scratch_cap;
+};
+
+lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm)
+{
+    lmc_replay_ctx *ctx = calloc(1, sizeof(*ctx));
+    if (ctx != NULL)
+        ctx->sm = sm;
+    return ctx;
+}
+
+lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx)
+{
+    return ctx->sm;
+}
+
+size_t lmc_replay_ctx_open_reads(const lmc_replay_ctx *ctx)
+{
+    return ctx->n_reads;
+}
+
+void lmc_replay_ctx_destroy(lmc_replay_ctx *ctx)
+{
+    if (ctx == NULL)
+        return;
+    lmc_replay_ctx_close_dangling(ctx);
+    lmc_replay_ctx_drain_prefetches(ctx, 0);
+    for (size_t i = 0; i < ctx->n_prefetches; i++)
+        lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
+    free(ctx->prefetches);
+    free(ctx->keys);
+    free(ctx->errs);
+    free(ctx->objs);
+    free(ctx);
+}
+
+size_t lmc_replay_ctx_close_dangling(lmc_replay_ctx *ctx)
+{
+    size_t closed = 0;
+    while (ctx->reads_head != NULL) {
+        open_read *o = ctx->reads_head;
+        ctx->reads_head = o->next;
+        lmc_sm_read_prefetched_exit(ctx->sm, &o->read, false);
+        free(o);
+        closed++;
+    }
+    ctx->reads_tail = NULL;
+    ctx->n_reads = 0;
+    if (closed > 0)
+        LMC_INFO(LOG_COMP, "trace replay: closed %zu dangling read_prefetched_results "
+                 "context(s)", closed);
+    return closed;
+}
+
+size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
+{
+    size_t kept = 0;
+    for (size_t i = 0; i < ctx->n_prefetches; i++) {
+        lmc_bitmap bm;
+        if (lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm)) {
+            lmc_bitmap_free(&bm);
+            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
+        } else {
+            ctx->prefetches[kept++] = ctx->prefetches[i];
+        }
+    }
+    ctx->n_prefetches = kept;
+    return kept;
+}
+
+size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms)
+{
+    uint64_t deadline = lmc_mono_ms() + timeout_ms;
+    while (lmc_replay_ctx_poll_prefetches(ctx) > 0 && lmc_mono_ms() < deadline)
+        lmc_sleep_ns(500 * 1000);
+    return ctx->n_prefetches;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Argument access                                                         */
+/* ---------------------------------------------------------------------- */
+
+static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
+{
+    if (n <= ctx->scratch_cap)
+        return LMC_OK;
+    size_t cap = ctx->scratch_cap ? ctx->scratch_cap : 64;
+    while (cap < n)
+        cap *= 2;
+    lmc_object_key *k = realloc(ctx->keys, cap * sizeof(*k));
+    if (k)
+        ctx->keys = k;
+    lmc_l1_error *e = realloc(ctx->errs, cap * sizeof(*e));
+    if (e)
+        ctx->errs = e;
+    lmc_memory_obj *o = realloc(ctx->objs, cap * sizeof(*o));
+    if (o)
+        ctx->objs = o;
+    if (k == NULL || e == NULL || o == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory for %zu keys", n);
+    ctx->scratch_cap = cap;
+    return LMC_OK;
+}
+
+/* Copy the "keys" argument (a list, tuple or set of ObjectKeys) into ctx->keys. */
+static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec, size_t *n,
+                           lmc_error *err)
+{
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "keys");
+    if (a == NULL)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: missing argument 'keys'", rec->qualname);
+    const lmc_tv *v = &a->value;
+    if (v->kind != LMC_TV_LIST && v->kind != LMC_TV_TUPLE && v->kind != LMC_TV_SET)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'keys' is not a list",
+                             rec->qualname);
+    lmc_status st = ensure_scratch(ctx, v->u.list.n, err);
+    if (st != LMC_OK)
+        return st;
+    for (size_t i = 0; i < v->u.list.n; i++) {
+        if (v->u.list.items[i].kind != LMC_TV_OBJECT_KEY)
+            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys[%zu] is not an ObjectKey",
+                                 rec->qualname, i);
+        ctx->keys[i] = *v->u.list.items[i].u.key;
+    }
+    *n = v->u.list.n;
+    return LMC_OK;
+}
+
+static lmc_status get_layout(const lmc_trace_record *rec, const lmc_layout_desc **out,
+                             lmc_error *err)
+{
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "layout_desc");
+    if (a == NULL)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: missing argument 'layout_desc'",
+                             rec->qualname);
+    if (a->value.kind != LMC_TV_LAYOUT)
+        return lmc_error_set(err, LMC_ERR_FORMAT,
+                             "%s: argument 'layout_desc' is not a MemoryLayoutDesc",
+                             rec->qualname);
+    *out = a->value.u.layout;
+    return LMC_OK;
+}
+
+static lmc_status get_extra_count(const lmc_trace_record *rec, uint32_t *out, lmc_error *err)
+{
+    *out = 0;
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "extra_count");
+    if (a == NULL || a->value.kind == LMC_TV_NIL)
+        return LMC_OK;
+    if (a->value.kind != LMC_TV_INT || a->value.u.i < 0 || a->value.u.i > UINT32_MAX)
+        return lmc_error_set(err, LMC_ERR_FORMAT,
+                             "%s: argument 'extra_count' is not a non-negative integer",
+                             rec->qualname);
+    *out = (uint32_t)a->value.u.i;
+    return LMC_OK;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Handlers                                                                */
+/* ---------------------------------------------------------------------- */
+
+lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                    lmc_error *err)
+{
+    size_t n;
+    const lmc_layout_desc *layout;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st == LMC_OK)
+        st = get_layout(rec, &layout, err);
+    if (st != LMC_OK)
+        return st;
+    lmc_write_mode mode = LMC_WRITE_ALL; /* LMCache's default */
+    const lmc_trace_arg *m = lmc_trace_args_find(rec->args, rec->nargs, "mode");
+    if (m != NULL && m->value.kind != LMC_TV_NIL) {
+        if (m->value.kind != LMC_TV_STR)
+            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'mode' is not a string",
+                                 rec->qualname);
+        st = lmc_write_mode_from_name(m->value.u.s.ptr, m->value.u.s.len, &mode, err);
+        if (st != LMC_OK)
+            return lmc_error_prefix(err, "%s", rec->qualname);
+    }
+    lmc_sm_reserve_write(ctx->sm, ctx->keys, n, layout, mode, ctx->errs, ctx->objs);
+    /* The trace carries no KV bytes: what replay writes is zeros. */
+    for (size_t i = 0; i < n; i++) {
+        if (ctx->errs[i] == LMC_L1_SUCCESS)
+            memset(ctx->objs[i].data, 0, ctx->objs[i].size);
+    }
+    return LMC_OK;
+}
+
+lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                   lmc_error *err)
+{
+    size_t n;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st != LMC_OK)
+        return st;
+    lmc_sm_finish_write(ctx->sm, ctx->keys, n, ctx->errs);
+    return LMC_OK;
+}
+
+static lmc_status get_policy(const lmc_trace_record *rec, lmc_trim_policy *out, lmc_error *err)
+{
+    *out = LMC_TRIM_PREFIX;
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "policy");
+    if (a == NULL || a->value.kind == LMC_TV_NIL)
+        return LMC_OK;
+    if (a->value.kind == LMC_TV_TRIM_POLICY) {
+        *out = a->value.u.trim;
+        return LMC_OK;
+    }
+    if (a->value.kind == LMC_TV_STR) {
+        lmc_status st = lmc_trim_policy_from_name(a->value.u.s.ptr, a->value.u.s.len, out, err);
+        return st == LMC_OK ? st : lmc_error_prefix(err, "%s", rec->qualname);
+    }
+    return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'policy' is not a TrimPolicy",
+                         rec->qualname);
+}
+
+lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                      lmc_error *err)
+{
+    size_t n;
+    const lmc_layout_desc *layout;
+    uint32_t extra;
+    lmc_trim_policy policy;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st == LMC_OK)
+        st = get_layout(rec, &layout, err);
+    if (st == LMC_OK)
+        st = get_extra_count(rec, &extra, err);
+    if (st == LMC_OK)
+        st = get_policy(rec, &policy, err);
+    if (st != LMC_OK)
+        return st;
+    char ext[256] = "";
+    const lmc_trace_arg *e = lmc_trace_args_find(rec->args, rec->nargs, "external_request_id");
+    if (e != NULL && e->value.kind == LMC_TV_STR) {
+        size_t len = e->value.u.s.len < sizeof(ext) - 1 ? e->value.u.s.len : sizeof(ext) - 1;
+        memcpy(ext, e->value.u.s.ptr, len);
+        ext[len] = '\0';
+    }
+    if (ctx->n_prefetches == ctx->cap_prefetches) {
+        size_t cap = ctx->cap_prefetches ? ctx->cap_prefetches * 2 : 64;
+        pending_prefetch *p = realloc(ctx->prefetches, cap * sizeof(*p));
+        if (p == NULL)
+            return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+        ctx->prefetches = p;
+        ctx->cap_prefetches = cap;
+    }
+    lmc_prefetch_handle h;
+    st = lmc_sm_submit_prefetch_task(ctx->sm, ctx->keys, n, layout, extra, ext, policy, &h, err);
+    if (st != LMC_OK)
+        return st;
+    /*
+     * The server would poll query_prefetch_status (not traced) until the
+     * result is in; here the handle is kept and its result collected in
+     * the background, so finished results do not pile up.
+     */
+    if (h.prefetch_request_id >= 0)
+        ctx->prefetches[ctx->n_prefetches++].handle = h;
+    else
+        lmc_prefetch_handle_clear(&h);
+    if (ctx->n_prefetches >= 32)
+        lmc_replay_ctx_poll_prefetches(ctx);
+    return LMC_OK;
+}
+
+lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  lmc_error *err)
+{
+    size_t n;
+    uint32_t extra;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st == LMC_OK)
+        st = get_extra_count(rec, &extra, err);
+    if (st != LMC_OK)
+        return st;
+    lmc_sm_finish_read_prefetched(ctx->sm, ctx->keys, n, extra, ctx->errs);
+    return LMC_OK;
+}
+
+/* The identity of a key tuple: order-sensitive, over every key's fields. */
+static uint64_t tuple_hash(const lmc_object_key *keys, size_t n)
+{
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ lmc_object_key_hash(&keys[i])) * 0x100000001B3ull;
+    return h;
+}
+
+static bool same_tuple(const lmc_sm_read_ctx *r, const lmc_object_key *keys, size_t n)
+{
+    if (r->n != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!lmc_object_key_equal(&r->keys[i], &keys[i]))
+            return false;
+    }
+    return true;
+}
+
+lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                 lmc_error *err)
+{
+    size_t n;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st != LMC_OK)
+        return st;
+    open_read *o = calloc(1, sizeof(*o));
+    if (o == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+    st = lmc_sm_read_prefetched_enter(ctx->sm, ctx->keys, n, &o->read);
+    if (st != LMC_OK) {
+        free(o);
+        return lmc_error_set(err, st, "%s: out of memory", rec->qualname);
+    }
+    o->tuple_hash = tuple_hash(ctx->keys, n);
+    if (ctx->reads_tail)
+        ctx->reads_tail->next = o;
+    else
+        ctx->reads_head = o;
+    ctx->reads_tail = o;
+    ctx->n_reads++;
+    return LMC_OK;
+}
+
+lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                lmc_error *err)
+{
+    size_t n;
+    lmc_status st = get_keys(ctx, rec, &n, err);
+    if (st != LMC_OK)
+        return st;
+    uint64_t h = tuple_hash(ctx->keys, n);
+    /* The oldest open context with the same key tuple (FIFO per tuple). */
+    open_read *prev = NULL, *o = ctx->reads_head;
+    while (o != NULL && !(o->tuple_hash == h && same_tuple(&o->read, ctx->keys, n))) {
+        prev = o;
+        o = o->next;
+    }
+    if (o == NULL) {
+        LMC_WARN(LOG_COMP, "trace replay: read_prefetched_results.__exit__ with no matching "
+                 "__enter__ (keys=%zu); ignoring", n);
+        return LMC_OK;
+    }
+    if (prev)
+        prev->next = o->next;
+    else
+        ctx->reads_head = o->next;
+    if (ctx->reads_tail == o)
+        ctx->reads_tail = prev;
+    ctx->n_reads--;
+    lmc_sm_read_prefetched_exit(ctx->sm, &o->read, false);
+    free(o);
+    return LMC_OK;
+}

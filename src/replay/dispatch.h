@@ -1,0 +1,83 @@
+/*
+ * dispatch.h -- the replay dispatcher and the replay context.
+ *
+ * Owns: the qualname -> handler table (spec/trace-format.md section 6.1,
+ * 6.2) and the replay context: the live StorageManager, the open
+ * read_prefetched_results contexts (a FIFO per key tuple, so overlapping
+ * enter/exit pairs pair up as they were recorded), and the prefetch handles
+ * whose results are still to be collected.
+ *
+ * The default table has exactly six handlers, one per traced qualname. A
+ * handler fails (and the record is counted as failed) only when the
+ * record's arguments are unusable: a missing or mistyped argument, an
+ * unknown mode. Per-key outcomes of the StorageManager are not failures,
+ * exactly as in LMCache, where they are partial results, not exceptions.
+ *
+ * Threads: one replay thread.
+ */
+#ifndef LMC_REPLAY_DISPATCH_H
+#define LMC_REPLAY_DISPATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "lmcache/status.h"
+#include "lmcache/storage_manager.h"
+#include "trace/format.h"
+
+typedef struct lmc_replay_ctx lmc_replay_ctx;
+typedef struct lmc_dispatcher lmc_dispatcher;
+
+typedef lmc_status (*lmc_replay_handler)(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                         lmc_error *err);
+
+lmc_dispatcher *lmc_dispatcher_create(void);
+void lmc_dispatcher_destroy(lmc_dispatcher *d);
+/* LMC_ERR_INVALID "handler already registered for '<q>'" on a duplicate. */
+lmc_status lmc_dispatcher_register(lmc_dispatcher *d, const char *qualname, lmc_replay_handler h,
+                                   lmc_error *err);
+bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname);
+/* The registered qualnames (a fresh malloc'd array of borrowed strings; caller frees it). */
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out);
+/* LMC_ERR_NOT_FOUND "no handler for qualname '<q>'" when none is registered. */
+lmc_status lmc_dispatcher_dispatch(const lmc_dispatcher *d, const char *qualname,
+                                   lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                   lmc_error *err);
+
+/* The six LMCache qualnames with their handlers. NULL on OOM. */
+lmc_dispatcher *lmc_dispatcher_default(void);
+
+lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm);
+/* Closes dangling contexts and collects pending prefetches first. */
+void lmc_replay_ctx_destroy(lmc_replay_ctx *ctx);
+lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx);
+
+/* Open read contexts (for tests). */
+size_t lmc_replay_ctx_open_reads(const lmc_replay_ctx *ctx);
+
+/*
+ * Exit every still-open read context, oldest first per key tuple (the end
+ * of a replay, or a truncated trace). Returns how many were closed.
+ */
+size_t lmc_replay_ctx_close_dangling(lmc_replay_ctx *ctx);
+
+/* Collect finished prefetch results (non-blocking); returns how many are still pending. */
+size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx);
+/* Wait up to timeout_ms for every pending prefetch; returns how many were left. */
+size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms);
+
+/* The individual handlers (for tests and custom dispatchers). */
+lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                    lmc_error *err);
+lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                   lmc_error *err);
+lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                      lmc_error *err);
+lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  lmc_error *err);
+lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                 lmc_error *err);
+lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                lmc_error *err);
+
+#endif

@@ -1,0 +1,120 @@
+/*
+ * report.h -- the replay result as a terminal table or JSON.
+ *
+ * Owns: the formatting of spec/trace-format.md section 8.4: a table 64
+ * columns wide, the title " Trace Replay Result " centred with '=' using
+ * Python's str.center rule (when the padding is odd, the extra character
+ * goes on the left only if both the padding and the width are odd),
+ * sections " <label> " centred with '-', entries "label:" then the value
+ * right-aligned to column 64 (at least one space), floats "%.2f", closed by
+ * 64 '='. Sections: Overall (Trace level, Records replayed, Records
+ * skipped, Records failed, Replay duration (s), Config digest -- "match
+ * (<8 hex>)" or "MISMATCH (rec=<8>, run=<8>)", omitted when the header has
+ * no digest), Per-Op Latency (ms) (for each qualname sorted: "<short>
+ * count", "<short> mean", "<short> p50", "<short> p99", values rounded to 3
+ * places; short = last dotted component, or "X.enter"/"X.exit" for
+ * "...X.__enter__"/"...X.__exit__"), and our Pacing section (lateness
+ * p50/p99/max in us, and the time scale).
+ *
+ * JSON (--format json): {"title": "Trace Replay Result", "metrics":
+ * {"overall": {...}, "ops": {"<short>_count": ...}, "pacing": {...}}} with
+ * indent 2.
+ *
+ * Threads: none.
+ */
+#ifndef LMC_REPLAY_REPORT_H
+#define LMC_REPLAY_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "replay/stats.h"
+
+typedef struct lmc_replay_summary {
+    const char *level;
+    uint64_t replayed, skipped, failed;
+    double duration_s;
+    const char *header_digest; /* "" when the trace has none */
+    const char *replay_digest;
+    double time_scale;
+    lmc_lateness_stats lateness;
+    const lmc_op_stats *ops; /* sorted by qualname */
+    size_t n_ops;
+} lmc_replay_summary;
+
+/*
+ * The generic renderer underneath (LMCache's Metrics/Section with the
+ * "terminal" and "json" formatters), public so that any set of rows -- the
+ * spec's abbreviated example, say -- renders exactly as the real table.
+ */
+typedef enum lmc_metric_kind {
+    LMC_METRIC_NONE,  /* Python None: "N/A" in the table, null in JSON */
+    LMC_METRIC_INT,   /* str(int) / JSON int */
+    LMC_METRIC_FLOAT, /* "%.2f" in the table / float repr in JSON */
+    LMC_METRIC_STR,   /* as is / JSON string */
+} lmc_metric_kind;
+
+typedef struct lmc_metric {
+    const char *key;   /* machine key, used in JSON */
+    const char *label; /* human label, used in the table */
+    lmc_metric_kind kind;
+    int64_t i;
+    double f;
+    const char *s;
+} lmc_metric;
+
+typedef struct lmc_metric_section {
+    const char *key;   /* JSON key; NULL puts the entries at the top of "metrics" */
+    const char *label; /* header line text; NULL for no header line */
+    const lmc_metric *entries;
+    size_t n_entries;
+} lmc_metric_section;
+
+/*
+ * The terminal formatter's output followed by "\n" (what StreamHandler
+ * writes): title centred with '=', each labelled section's " <label> "
+ * centred with '-', one line per entry, then width '='. Malloc'd (caller
+ * frees); NULL when memory runs out. Lengths are bytes, which equal
+ * Python's character counts for ASCII text.
+ */
+char *lmc_metrics_format_terminal(const char *title, const lmc_metric_section *sections,
+                                  size_t n_sections, size_t width);
+
+/*
+ * json.dumps({"title": title, "metrics": {...}}, indent=indent) + "\n",
+ * keys in insertion order (the json formatter does not sort); a repeated
+ * key keeps its first position and takes the last value, like a dict.
+ * Malloc'd (caller frees); NULL when memory runs out.
+ */
+char *lmc_metrics_format_json(const char *title, const lmc_metric_section *sections,
+                              size_t n_sections, int indent);
+
+/* Python's round(x, 3) (correctly rounded, ties to even on the exact value). */
+double lmc_round3(double x);
+
+/* The short op name of a qualname into buf ("reserve_write", "read_prefetched_results.enter"). */
+const char *lmc_replay_short_name(const char *qualname, char *buf, size_t len);
+
+/*
+ * Python's str.center(width, fill) of text into buf (width+1 bytes). Text
+ * of width bytes or more comes back unchanged, cut to width bytes (Python
+ * would return it whole; the buffer cannot hold that).
+ */
+void lmc_center(const char *text, size_t width, char fill, char *buf);
+
+/*
+ * The terminal table as a malloc'd string ending in "\n" (caller frees);
+ * NULL when memory runs out.
+ */
+char *lmc_replay_report_table(const lmc_replay_summary *s);
+
+/*
+ * The JSON rendering as a malloc'd string (caller frees), ending in "\n".
+ * Keys: overall {level, replayed, skipped, failed, duration, digest},
+ * ops {<short>_count, _mean, _p50, _p99}, pacing {time_scale,
+ * lateness_p50_us, lateness_p99_us, lateness_max_us}. As in LMCache,
+ * "digest" is absent (not null) when the table leaves its row out.
+ */
+char *lmc_replay_report_json(const lmc_replay_summary *s);
+
+#endif

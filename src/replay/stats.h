@@ -1,0 +1,85 @@
+/*
+ * stats.h -- per-operation latency statistics of a replay.
+ *
+ * Owns: one bucket per qualname (latency samples in milliseconds plus an
+ * error count), the start and end marks, and the lateness samples of the
+ * paced dispatch (spec/trace-format.md section 7, plus lateness).
+ *
+ * Percentiles are nearest-rank: rank = ceil(p * N / 100) (multiplying
+ * before dividing so whole ranks stay exact), result = sorted[max(rank,1)-1];
+ * p <= 0 gives the minimum, p >= 100 the maximum, no samples gives 0. So
+ * p50 of 1..100 is 50 and p90 of 1..10 is 9. Failed calls add to the error
+ * count but contribute no latency sample; a bucket with only errors still
+ * appears with zeros. The mean is an exactly rounded sum (like Python's
+ * statistics.fmean).
+ *
+ * Threads: lmc_replay_stats_record is thread-safe (one mutex); summaries
+ * and exports take the same mutex.
+ */
+#ifndef LMC_REPLAY_STATS_H
+#define LMC_REPLAY_STATS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lmcache/status.h"
+
+typedef struct lmc_replay_stats lmc_replay_stats;
+
+typedef struct lmc_op_stats {
+    const char *qualname; /* owned by the collector */
+    uint64_t count;       /* successful samples */
+    uint64_t error_count;
+    double total_s; /* sum of successful latencies, seconds */
+    double mean_ms, p50_ms, p90_ms, p99_ms, min_ms, max_ms;
+} lmc_op_stats;
+
+typedef struct lmc_lateness_stats {
+    uint64_t count;
+    double p50_us, p99_us, max_us, mean_us;
+} lmc_lateness_stats;
+
+lmc_replay_stats *lmc_replay_stats_create(void);
+void lmc_replay_stats_destroy(lmc_replay_stats *s);
+
+/* One call: latency in seconds; failed adds to the error count only. */
+void lmc_replay_stats_record(lmc_replay_stats *s, const char *qualname, double latency_s,
+                             bool failed);
+/* How late one dispatch started against its schedule, in seconds (>= 0). */
+void lmc_replay_stats_record_lateness(lmc_replay_stats *s, double late_s);
+
+void lmc_replay_stats_mark_start(lmc_replay_stats *s, double wall_s);
+void lmc_replay_stats_mark_end(lmc_replay_stats *s, double wall_s);
+/* max(0, end - start), or 0.0 when a mark is missing. */
+double lmc_replay_stats_duration_s(lmc_replay_stats *s);
+
+/* Nearest-rank percentile of sorted values (see above). */
+double lmc_percentile(const double *sorted, size_t n, double p);
+
+/*
+ * A summary per qualname, sorted by qualname: *out is a malloc'd array the
+ * caller frees with lmc_replay_stats_free_summary; returns the count.
+ */
+size_t lmc_replay_stats_summary(lmc_replay_stats *s, lmc_op_stats **out);
+void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n);
+
+lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s);
+
+/*
+ * trace_replay_ops.csv: header row exactly
+ * "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms", one
+ * row per qualname sorted by qualname, floats "%.6f", CRLF line endings,
+ * fields quoted only when needed (Python csv's default dialect).
+ */
+lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc_error *err);
+
+/*
+ * trace_replay_summary.json: json.dump(payload, indent=2, sort_keys=True) +
+ * "\n" of {"duration_s": f, "ops": {q: {"count", "errors", "max_ms",
+ * "mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms"}}}, plus "lateness":
+ * {"count", "max_us", "mean_us", "p50_us", "p99_us"} (our addition).
+ */
+lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lmc_error *err);
+
+#endif

@@ -1,0 +1,180 @@
+/*
+ * capture.c -- the trace gate and the caller-side capture (see capture.h).
+ *
+ * A captured call is one event on the bus whose payload is a flat copy of
+ * the call's arguments in this process's own layout:
+ *
+ *   wire_hdr | shapes[layout_count] | dtypes[layout_count] |
+ *   external_request_id bytes | padding to 8 | keys[n_keys]
+ *
+ * Keys are copied as whole structs: they are fixed-size values whose string
+ * fields point at interned strings that live until exit, so the copy stays
+ * valid on the drain thread. Only the used part of a layout is copied (one
+ * tensor is 80 bytes instead of the struct's 600). The payload never leaves
+ * the process; the recorder turns it into msgpack.
+ */
+#include "trace/capture.h"
+
+#include <string.h>
+
+#include "core/clock.h"
+#include "obs/event_bus.h"
+#include "trace/format.h"
+
+atomic_bool lmc_trace_gate = false;
+
+static _Atomic(lmc_event_bus *) g_bus = NULL;
+
+static const char *const qualnames[LMC_TRACE_OP_COUNT_] = {
+    [LMC_TRACE_OP_RESERVE_WRITE] = LMC_TRACE_QUALNAME_PREFIX "reserve_write",
+    [LMC_TRACE_OP_FINISH_WRITE] = LMC_TRACE_QUALNAME_PREFIX "finish_write",
+    [LMC_TRACE_OP_SUBMIT_PREFETCH] = LMC_TRACE_QUALNAME_PREFIX "submit_prefetch_task",
+    [LMC_TRACE_OP_FINISH_READ] = LMC_TRACE_QUALNAME_PREFIX "finish_read_prefetched",
+    [LMC_TRACE_OP_READ_ENTER] = LMC_TRACE_QUALNAME_PREFIX "read_prefetched_results.__enter__",
+    [LMC_TRACE_OP_READ_EXIT] = LMC_TRACE_QUALNAME_PREFIX "read_prefetched_results.__exit__",
+};
+
+const char *lmc_trace_op_qualname(lmc_trace_op op)
+{
+    return op > 0 && op < LMC_TRACE_OP_COUNT_ ? qualnames[op] : NULL;
+}
+
+void lmc_trace_set_enabled(bool on)
+{
+    atomic_store_explicit(&lmc_trace_gate, on, memory_order_release);
+}
+
+void lmc_trace_capture_set_bus(lmc_event_bus *bus)
+{
+    atomic_store_explicit(&g_bus, bus, memory_order_release);
+}
+
+typedef struct wire_hdr {
+    uint32_t op;
+    uint32_t n_keys;
+    uint64_t t_mono_ns;
+    int32_t mode;
+    uint32_t extra_count;
+    int32_t policy;
+    uint32_t layout_count; /* 0: the op has no layout */
+    uint32_t ext_len;
+    uint32_t reserved;
+} wire_hdr;
+
+static size_t pad8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
+                    const lmc_layout_desc *layout, int mode, uint32_t extra_count,
+                    const char *ext, int policy)
+{
+    /* Sampled here, on the caller thread, so t_mono is the call's time. */
+    uint64_t t = lmc_mono_ns();
+    lmc_event_bus *bus = atomic_load_explicit(&g_bus, memory_order_acquire);
+    if (bus == NULL)
+        return;
+    uint32_t lc = layout ? layout->count : 0;
+    if (lc > LMC_LAYOUT_MAX_TENSORS)
+        lc = LMC_LAYOUT_MAX_TENSORS;
+    size_t ext_len = ext ? strlen(ext) : 0;
+    size_t head = sizeof(wire_hdr) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + ext_len;
+    size_t len = pad8(head) + n * sizeof(lmc_object_key);
+
+    lmc_event_reservation r;
+    if (!lmc_event_bus_reserve(bus, LMC_EVENT_TRACE_CALL, len, &r))
+        return; /* full: counted by the bus */
+    wire_hdr h = {.op = (uint32_t)op,
+                  .n_keys = (uint32_t)n,
+                  .t_mono_ns = t,
+                  .mode = mode,
+                  .extra_count = extra_count,
+                  .policy = policy,
+                  .layout_count = layout ? (lc ? lc : UINT32_MAX) : 0,
+                  .ext_len = (uint32_t)ext_len};
+    lmc_event_bus_write(&r, &h, sizeof(h));
+    if (lc > 0) {
+        lmc_event_bus_write(&r, layout->shapes, lc * sizeof(lmc_shape));
+        int32_t dt[LMC_LAYOUT_MAX_TENSORS];
+        for (uint32_t i = 0; i < lc; i++)
+            dt[i] = (int32_t)layout->dtypes[i];
+        lmc_event_bus_write(&r, dt, lc * sizeof(int32_t));
+    }
+    if (ext_len > 0)
+        lmc_event_bus_write(&r, ext, ext_len);
+    static const uint8_t zeros[8] = {0};
+    if (pad8(head) > head)
+        lmc_event_bus_write(&r, zeros, pad8(head) - head);
+    if (n > 0)
+        lmc_event_bus_write(&r, keys, n * sizeof(lmc_object_key));
+    lmc_event_bus_commit(&r);
+}
+
+void lmc_trace_capture_keys(lmc_trace_op op, const lmc_object_key *keys, size_t n)
+{
+    capture(op, keys, n, NULL, 0, 0, NULL, 0);
+}
+
+void lmc_trace_capture_reserve_write(const lmc_object_key *keys, size_t n,
+                                     const lmc_layout_desc *layout, int mode)
+{
+    capture(LMC_TRACE_OP_RESERVE_WRITE, keys, n, layout, mode, 0, NULL, 0);
+}
+
+void lmc_trace_capture_submit_prefetch(const lmc_object_key *keys, size_t n,
+                                       const lmc_layout_desc *layout, uint32_t extra_count,
+                                       const char *external_request_id, int policy)
+{
+    /* LMCache binds external_request_id's default "" when it is not given. */
+    capture(LMC_TRACE_OP_SUBMIT_PREFETCH, keys, n, layout, 0, extra_count,
+            external_request_id ? external_request_id : "", policy);
+}
+
+void lmc_trace_capture_finish_read(const lmc_object_key *keys, size_t n, uint32_t extra_count)
+{
+    capture(LMC_TRACE_OP_FINISH_READ, keys, n, NULL, 0, extra_count, NULL, 0);
+}
+
+bool lmc_trace_call_decode(const void *payload, size_t len, lmc_trace_call *out)
+{
+    const uint8_t *p = payload;
+    wire_hdr h;
+    if (len < sizeof(h))
+        return false;
+    memcpy(&h, p, sizeof(h));
+    if (h.op == 0 || h.op >= LMC_TRACE_OP_COUNT_)
+        return false;
+    uint32_t lc = h.layout_count == UINT32_MAX ? 0 : h.layout_count;
+    if (lc > LMC_LAYOUT_MAX_TENSORS)
+        return false;
+    size_t head = sizeof(h) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + h.ext_len;
+    if (head > len || (len - pad8(head)) / sizeof(lmc_object_key) != h.n_keys ||
+        pad8(head) + (size_t)h.n_keys * sizeof(lmc_object_key) != len)
+        return false;
+    const uint8_t *keys = p + pad8(head);
+    if ((uintptr_t)keys % _Alignof(lmc_object_key) != 0)
+        return false;
+
+    memset(out, 0, sizeof(*out));
+    out->op = (lmc_trace_op)h.op;
+    out->t_mono_ns = h.t_mono_ns;
+    out->keys = (const lmc_object_key *)(const void *)keys;
+    out->n_keys = h.n_keys;
+    out->mode = h.mode;
+    out->extra_count = h.extra_count;
+    out->policy = h.policy;
+    out->has_layout = h.layout_count != 0;
+    if (lc > 0) {
+        out->layout.count = lc;
+        memcpy(out->layout.shapes, p + sizeof(h), lc * sizeof(lmc_shape));
+        int32_t dt[LMC_LAYOUT_MAX_TENSORS];
+        memcpy(dt, p + sizeof(h) + lc * sizeof(lmc_shape), lc * sizeof(int32_t));
+        for (uint32_t i = 0; i < lc; i++)
+            out->layout.dtypes[i] = (lmc_dtype)dt[i];
+    }
+    out->external_request_id =
+        (const char *)p + sizeof(h) + lc * (sizeof(lmc_shape) + sizeof(int32_t));
+    out->external_request_id_len = h.ext_len;
+    return true;
+}

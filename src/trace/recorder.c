@@ -1,0 +1,397 @@
+/*
+ * recorder.c -- writes captured calls to a .lct file (see recorder.h).
+ *
+ * The batch lives in a msgpack sbuffer of whole frames; `durable` is the
+ * file length known to end on a frame boundary. A failed or short write
+ * truncates the file back to `durable`, so readers never see half a frame
+ * from us (a crash mid-write can still cut the tail, which readers
+ * tolerate).
+ */
+#include "trace/recorder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "trace/capture.h"
+#include "trace/format.h"
+
+#define LOG_COMP "trace"
+/* Under load, write once at least this much is batched. */
+#define BATCH_BYTES (256u * 1024)
+
+struct lmc_trace_recorder {
+    pthread_mutex_t mu;
+    char *path;
+    char *level;
+    int fd;
+    bool captures_calls;
+    bool closed;
+    bool header_written; /* in the file, or at the front of the batch */
+    double t_mono_start;
+    double t_wall_start;
+    msgpack_sbuffer batch;
+    size_t batch_records;
+    off_t durable;
+    uint64_t records;
+    uint64_t writes; /* batches written whole */
+    uint64_t dropped;
+    uint64_t last_write_warning_ms;
+    lmc_event_bus *bus; /* for its drop count at close; may be NULL */
+};
+
+static void warn_write(lmc_trace_recorder *r, int errnum, size_t lost)
+{
+    uint64_t now = lmc_mono_ms();
+    if (now - r->last_write_warning_ms < 1000 && r->last_write_warning_ms != 0)
+        return;
+    r->last_write_warning_ms = now;
+    LMC_WARN(LOG_COMP, "trace recorder: write failed (%s); dropping %zu record(s), %llu dropped so "
+             "far",
+             strerror(errnum), lost, (unsigned long long)r->dropped);
+}
+
+/* Write the batch; on failure cut the file back to the last whole frame. */
+static void flush_locked(lmc_trace_recorder *r)
+{
+    if (r->batch.size == 0 || r->fd < 0)
+        return;
+    const char *p = r->batch.data;
+    size_t left = r->batch.size;
+    int errnum = 0;
+    while (left > 0) {
+        ssize_t w = write(r->fd, p, left);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            errnum = errno;
+            break;
+        }
+        if (w == 0) {
+            errnum = ENOSPC;
+            break;
+        }
+        p += w;
+        left -= (size_t)w;
+    }
+    if (errnum == 0) {
+        r->durable += (off_t)r->batch.size;
+        r->records += r->batch_records;
+        r->writes++;
+    } else {
+        /* Undo a partial write; a header in this batch is lost with it. */
+        if (ftruncate(r->fd, r->durable) != 0 || lseek(r->fd, r->durable, SEEK_SET) < 0) {
+            /* Not a regular file (a pipe, /dev/full): nothing to undo. */
+        }
+        r->dropped += r->batch_records;
+        if (r->durable == 0)
+            r->header_written = false;
+        warn_write(r, errnum, r->batch_records);
+    }
+    r->batch.size = 0;
+    r->batch_records = 0;
+}
+
+static lmc_status append_header_locked(lmc_trace_recorder *r, const char *json, const char *digest)
+{
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, LMC_TRACE_MAGIC, 4);
+    h.magic_len = 4;
+    h.format_version = LMC_TRACE_FORMAT_VERSION;
+    h.level = r->level;
+    h.trace_schema_version = LMC_TRACE_SCHEMA_VERSION;
+    h.t_mono_start = r->t_mono_start;
+    h.t_wall_start = r->t_wall_start;
+    h.sm_config_json = (char *)(json ? json : "");
+    h.sm_config_digest = (char *)(digest ? digest : "");
+    lmc_error err;
+    lmc_status st = lmc_trace_encode_header(&r->batch, &h, &err);
+    if (st != LMC_OK)
+        LMC_ERROR(LOG_COMP, "trace recorder: cannot encode the header: %s", err.msg);
+    else
+        r->header_written = true;
+    return st;
+}
+
+lmc_status lmc_trace_recorder_open(const char *path, const char *level, bool captures_calls,
+                                   lmc_trace_recorder **out, lmc_error *err)
+{
+    lmc_trace_recorder *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "trace recorder: out of memory");
+    r->path = strdup(path);
+    r->level = strdup(level ? level : "storage");
+    if (r->path == NULL || r->level == NULL) {
+        free(r->path);
+        free(r->level);
+        free(r);
+        return lmc_error_set(err, LMC_ERR_NOMEM, "trace recorder: out of memory");
+    }
+    r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (r->fd < 0) {
+        int e = errno;
+        lmc_error_set(err, LMC_ERR_IO, "trace file '%s': cannot create: %s", path, strerror(e));
+        free(r->path);
+        free(r->level);
+        free(r);
+        return LMC_ERR_IO;
+    }
+    pthread_mutex_init(&r->mu, NULL);
+    msgpack_sbuffer_init(&r->batch);
+    r->t_mono_start = lmc_mono_s();
+    r->t_wall_start = lmc_wall_s();
+    r->captures_calls = captures_calls;
+    /* The gate goes on only once the file is open. */
+    if (captures_calls)
+        lmc_trace_set_enabled(true);
+    LMC_INFO(LOG_COMP, "trace recorder writing to %s (level=%s)", path, r->level);
+    *out = r;
+    return LMC_OK;
+}
+
+void lmc_trace_recorder_attach_config(lmc_trace_recorder *r, const char *config_json,
+                                      const char *digest_hex)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->closed && !r->header_written && append_header_locked(r, config_json, digest_hex) ==
+                                                 LMC_OK)
+        flush_locked(r);
+    pthread_mutex_unlock(&r->mu);
+}
+
+static void append_record_locked(lmc_trace_recorder *r, const char *qualname,
+                                 const lmc_trace_arg *args, size_t nargs, double t_wall,
+                                 double t_mono_abs_s)
+{
+    if (r->closed) {
+        r->dropped++;
+        return;
+    }
+    if (!r->header_written && append_header_locked(r, "", "") != LMC_OK) {
+        r->dropped++;
+        return;
+    }
+    double t_mono = t_mono_abs_s - r->t_mono_start;
+    if (t_mono < 0)
+        t_mono = 0;
+    lmc_error err;
+    if (lmc_trace_encode_record(&r->batch, t_mono, t_wall, qualname, strlen(qualname), args,
+                                nargs, &err) != LMC_OK) {
+        r->dropped++;
+        LMC_WARN(LOG_COMP, "trace recorder: failed to encode record (qualname=%s); dropping: %s",
+                 qualname, err.msg);
+        return;
+    }
+    r->batch_records++;
+    if (r->batch.size >= BATCH_BYTES)
+        flush_locked(r);
+}
+
+void lmc_trace_recorder_write_record(lmc_trace_recorder *r, const char *qualname,
+                                     const lmc_trace_arg *args, size_t nargs, double t_wall,
+                                     double t_mono_abs_s)
+{
+    pthread_mutex_lock(&r->mu);
+    append_record_locked(r, qualname, args, nargs, t_wall, t_mono_abs_s);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The argument list LMCache's signature binding gives for each op. */
+static size_t call_args(const lmc_trace_call *c, lmc_tv *keys_tv, lmc_tv *key_items,
+                        lmc_trace_arg *args)
+{
+    for (size_t i = 0; i < c->n_keys; i++)
+        key_items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &c->keys[i]};
+    *keys_tv = (lmc_tv){.kind = LMC_TV_LIST, .u.list = {key_items, c->n_keys}};
+    size_t n = 0;
+    args[n++] = (lmc_trace_arg){"keys", 4, *keys_tv};
+    switch (c->op) {
+    case LMC_TRACE_OP_RESERVE_WRITE: {
+        const char *mode = lmc_write_mode_name((lmc_write_mode)c->mode);
+        args[n++] = (lmc_trace_arg){"layout_desc", 11,
+                                    {.kind = LMC_TV_LAYOUT, .u.layout = &c->layout}};
+        args[n++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+        break;
+    }
+    case LMC_TRACE_OP_SUBMIT_PREFETCH:
+        args[n++] = (lmc_trace_arg){"layout_desc", 11,
+                                    {.kind = LMC_TV_LAYOUT, .u.layout = &c->layout}};
+        args[n++] = (lmc_trace_arg){"extra_count", 11, lmc_tv_int(c->extra_count)};
+        args[n++] = (lmc_trace_arg){
+            "external_request_id", 19,
+            lmc_tv_str(c->external_request_id, c->external_request_id_len)};
+        args[n++] = (lmc_trace_arg){
+            "policy", 6, {.kind = LMC_TV_TRIM_POLICY, .u.trim = (lmc_trim_policy)c->policy}};
+        break;
+    case LMC_TRACE_OP_FINISH_READ:
+        args[n++] = (lmc_trace_arg){"extra_count", 11, lmc_tv_int(c->extra_count)};
+        break;
+    default:
+        break;
+    }
+    return n;
+}
+
+#define STACK_KEYS 64
+
+static void on_trace_call(const lmc_event *ev, void *ud)
+{
+    lmc_trace_recorder *r = ud;
+    lmc_trace_call c;
+    if (!lmc_trace_call_decode(ev->payload, ev->len, &c)) {
+        pthread_mutex_lock(&r->mu);
+        r->dropped++;
+        pthread_mutex_unlock(&r->mu);
+        LMC_WARN(LOG_COMP, "trace recorder: TRACE_CALL event malformed (%zu bytes); dropping",
+                 ev->len);
+        return;
+    }
+    lmc_tv stack_items[STACK_KEYS];
+    lmc_tv *items = c.n_keys <= STACK_KEYS ? stack_items : malloc(c.n_keys * sizeof(lmc_tv));
+    if (items == NULL) {
+        pthread_mutex_lock(&r->mu);
+        r->dropped++;
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    lmc_tv keys_tv;
+    lmc_trace_arg args[5];
+    size_t nargs = call_args(&c, &keys_tv, items, args);
+    pthread_mutex_lock(&r->mu);
+    append_record_locked(r, lmc_trace_op_qualname(c.op), args, nargs, ev->timestamp,
+                         (double)c.t_mono_ns / 1e9);
+    pthread_mutex_unlock(&r->mu);
+    if (items != stack_items)
+        free(items);
+}
+
+static void on_shutdown(void *ud)
+{
+    lmc_trace_recorder_close(ud);
+}
+
+static const lmc_event_subscription subscriptions[] = {
+    {LMC_EVENT_TRACE_CALL, on_trace_call},
+};
+
+lmc_event_subscriber lmc_trace_recorder_subscriber(lmc_trace_recorder *r)
+{
+    lmc_event_subscriber s = {.subs = subscriptions, .n_subs = 1, .shutdown = on_shutdown,
+                              .ud = r};
+    return s;
+}
+
+void lmc_trace_recorder_set_bus(lmc_trace_recorder *r, lmc_event_bus *bus)
+{
+    pthread_mutex_lock(&r->mu);
+    r->bus = bus;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void lmc_trace_recorder_flush(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->closed)
+        flush_locked(r);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void lmc_trace_recorder_close(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (r->closed) {
+        pthread_mutex_unlock(&r->mu);
+        return;
+    }
+    /* Events racing the shutdown after the final drain become no-ops. */
+    if (r->captures_calls)
+        lmc_trace_set_enabled(false);
+    if (!r->header_written)
+        append_header_locked(r, "", "");
+    flush_locked(r);
+    /* Events the bus could not queue never reached us: they count too. */
+    uint64_t total_dropped = r->dropped + (r->bus ? lmc_event_bus_dropped(r->bus) : 0);
+    if (total_dropped > 0 && r->header_written) {
+        lmc_tv n = lmc_tv_int((int64_t)total_dropped);
+        lmc_trace_arg arg = {"dropped_count", 13, n};
+        lmc_error err;
+        if (lmc_trace_encode_record(&r->batch, lmc_mono_s() - r->t_mono_start, lmc_wall_s(),
+                                    LMC_TRACE_DROPPED_QUALNAME,
+                                    strlen(LMC_TRACE_DROPPED_QUALNAME), &arg, 1,
+                                    &err) == LMC_OK) {
+            /* Not a traced call: batch_records stays 0, so it is not counted. */
+            flush_locked(r);
+        }
+    }
+    r->closed = true;
+    if (fsync(r->fd) != 0 && errno != EINVAL && errno != EROFS)
+        LMC_ERROR(LOG_COMP, "trace recorder: fsync failed: %s", strerror(errno));
+    close(r->fd);
+    r->fd = -1;
+    if (total_dropped > 0)
+        LMC_WARN(LOG_COMP, "trace recorder closed; %llu record(s) dropped (%s, %llu written)",
+                 (unsigned long long)total_dropped, r->path, (unsigned long long)r->records);
+    else
+        LMC_INFO(LOG_COMP, "trace recorder closed cleanly: %s (%llu records)", r->path,
+                 (unsigned long long)r->records);
+    r->dropped = total_dropped;
+    pthread_mutex_unlock(&r->mu);
+}
+
+void lmc_trace_recorder_destroy(lmc_trace_recorder *r)
+{
+    if (r == NULL)
+        return;
+    lmc_trace_recorder_close(r);
+    msgpack_sbuffer_destroy(&r->batch);
+    pthread_mutex_destroy(&r->mu);
+    free(r->path);
+    free(r->level);
+    free(r);
+}
+
+uint64_t lmc_trace_recorder_dropped(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t d = r->dropped;
+    if (!r->closed && r->bus)
+        d += lmc_event_bus_dropped(r->bus);
+    pthread_mutex_unlock(&r->mu);
+    return d;
+}
+
+uint64_t lmc_trace_recorder_records(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->records;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+uint64_t lmc_trace_recorder_writes(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    uint64_t n = r->writes;
+    pthread_mutex_unlock(&r->mu);
+    return n;
+}
+
+const char *lmc_trace_recorder_path(const lmc_trace_recorder *r)
+{
+    return r->path;
+}
+
+bool lmc_trace_recorder_closed(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    bool c = r->closed;
+    pthread_mutex_unlock(&r->mu);
+    return c;
+}

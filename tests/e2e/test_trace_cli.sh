@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# `lmcache trace info|replay|record` end to end on small fixture traces.
+# Usage: test_trace_cli.sh path/to/lmcache path/to/tools-dir
+set -u
+LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
+TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+expect() { # description condition-rc
+    if [ "$2" = 0 ]; then ok; else bad "$1"; fi
+}
+
+for k in store cycle schema1 unknown badmagic empty; do
+    "$TOOLS/make_trace" "$k" "$T/$k.lct" || { echo "cannot make fixture $k"; exit 1; }
+done
+SM="--l1-size-gb 0.01 --eviction-policy LRU"
+P=lmcache.v1.distributed.storage_manager.StorageManager
+
+# --- info -------------------------------------------------------------------
+out=$("$LMCACHE" trace info "$T/cycle.lct"); rc=$?
+expect "info exits 0" $rc
+echo "$out" | grep -q "^Trace file: $T/cycle.lct$"; expect "info names the file" $?
+echo "$out" | grep -q "^  level:                      storage$"; expect "info level row (width 28)" $?
+echo "$out" | grep -q "^  trace_schema_version:       2$"; expect "info schema row" $?
+echo "$out" | grep -q "^  duration:                   0.130s$"; expect "info duration" $?
+echo "$out" | grep -q "^  total_records:              6$"; expect "info total" $?
+echo "$out" | grep -q "^    $P.reserve_write: 1$"; expect "info per-op counts" $?
+echo "$out" | grep -q "^    $P.read_prefetched_results.__enter__: 1$"; expect "info enter count" $?
+
+err=$("$LMCACHE" trace info "$T/badmagic.lct" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "badmagic.lct': bad magic (got b'WRNG', expected b'LMCT')"
+expect "info on a bad magic exits 1 naming the file" $?
+err=$("$LMCACHE" trace info "$T/empty.lct" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "empty.lct'"; expect "info on an empty file exits 1" $?
+err=$("$LMCACHE" trace info "$T/missing.lct" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "missing.lct'"; expect "info on a missing file exits 1" $?
+"$LMCACHE" trace info >/dev/null 2>&1; rc=$?
+[ $rc = 2 ]; expect "info without FILE exits 2" $?
+
+# A truncated tail: a warning, and the counts of what was read.
+head -c -3 "$T/cycle.lct" > "$T/cut.lct"
+out=$("$LMCACHE" trace info "$T/cut.lct" 2>"$T/cut.err"); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "total_records:              5" && grep -qi "truncated" "$T/cut.err"
+expect "info on a truncated tail warns and counts what was read" $?
+
+# --- replay -------------------------------------------------------------------
+mkdir -p "$T/r1"
+(cd "$T/r1" && "$LMCACHE" trace replay "$T/cycle.lct" $SM --json > out.txt 2> err.txt); rc=$?
+expect "replay of a full cycle exits 0" $rc
+[ -f "$T/r1/trace_replay_ops.csv" ] && [ -f "$T/r1/trace_replay_summary.json" ]
+expect "replay writes the CSV and the JSON in the current directory" $?
+head -1 "$T/r1/trace_replay_ops.csv" | grep -q $'^qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms\r$'
+expect "CSV header row (CRLF)" $?
+grep -q "\"$P.reserve_write\": {" "$T/r1/trace_replay_summary.json" &&
+    grep -q "\"$P.finish_write\": {" "$T/r1/trace_replay_summary.json"
+expect "JSON ops hold reserve_write and finish_write" $?
+grep -q "Trace Replay Result" "$T/r1/out.txt" && grep -q "Records failed:  *0$" "$T/r1/out.txt"
+expect "the table is printed with 0 failed" $?
+grep -q "Lateness p99 (us):" "$T/r1/out.txt"; expect "the table has a Pacing section" $?
+
+out=$("$LMCACHE" trace replay "$T/store.lct" $SM -q --output-dir "$T/r2" --no-csv 2>/dev/null); rc=$?
+[ $rc = 0 ] && ! echo "$out" | grep -q "Trace Replay Result" && [ ! -e "$T/r2/trace_replay_ops.csv" ]
+expect "-q hides the table and --no-csv skips the CSV" $?
+
+"$LMCACHE" trace replay "$T/store.lct" $SM -q --output-dir "$T/r3" --jsonl-out "$T/r3/x/rec.jsonl" \
+    --format json --output "$T/r3/result.json" 2>/dev/null; rc=$?
+[ $rc = 0 ] && [ "$(wc -l < "$T/r3/x/rec.jsonl")" = 2 ] &&
+    grep -q '"failed": false' "$T/r3/x/rec.jsonl" && grep -q '"title": "Trace Replay Result"' "$T/r3/result.json"
+expect "--jsonl-out writes one line per record; --output saves the JSON result" $?
+
+out=$("$LMCACHE" trace replay "$T/store.lct" $SM --verbose --no-csv --output-dir "$T/r4" 2>/dev/null); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -Eq "^  \[1/2\]  OK +[0-9]+\.[0-9]{3}ms  $P.reserve_write$"
+expect "--verbose prints one line per record" $?
+
+out=$("$LMCACHE" trace replay "$T/unknown.lct" $SM --no-csv --output-dir "$T/r5" 2>"$T/r5.err"); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "Records skipped:  *1$" && grep -q "no handler for qualname" "$T/r5.err"
+expect "an unknown qualname is skipped with a warning" $?
+
+out=$("$LMCACHE" trace replay "$T/schema1.lct" $SM --no-csv --output-dir "$T/r6" 2>"$T/r6.err"); rc=$?
+[ $rc = 0 ] && grep -q "cache_salt may be missing" "$T/r6.err"
+expect "a schema 1 trace replays with a cache_salt warning" $?
+
+for bad_scale in 0 -1 nan inf abc; do
+    err=$("$LMCACHE" trace replay "$T/store.lct" $SM --time-scale "$bad_scale" 2>&1 >/dev/null); rc=$?
+    [ $rc = 2 ] && echo "$err" | grep -q -- "--time-scale"
+    expect "--time-scale $bad_scale exits 2 with a message" $?
+done
+
+start=$(date +%s%N)
+"$LMCACHE" trace replay "$T/store.lct" $SM -q --no-csv --output-dir "$T/r7" --time-scale 4 2>/dev/null; rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+[ $rc = 0 ] && [ "$elapsed_ms" -ge 190 ]
+expect "--time-scale 4 stretches the 50 ms gap to >= 200 ms (took ${elapsed_ms} ms)" $?
+
+err=$("$LMCACHE" trace replay "$T/store.lct" --eviction-policy LRU 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "--l1-size-gb"
+expect "replay without --l1-size-gb exits 2 naming it" $?
+err=$("$LMCACHE" trace replay "$T/store.lct" $SM --eviction-ratio 1.5 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "--eviction-ratio: 1.5 is not in (0, 1]"
+expect "a bad storage-manager flag exits 2 naming it" $?
+err=$("$LMCACHE" trace replay "$T/badmagic.lct" $SM 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "bad magic"; expect "replay of a bad file exits 1" $?
+
+# --- record -----------------------------------------------------------------
+out=$("$LMCACHE" trace record 2>&1); rc=$?
+[ $rc = 2 ] && echo "$out" | grep -q "lmcache server" && echo "$out" | grep -q -- "--trace-level storage"
+expect "record exits 2 and points at the server" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]

@@ -1,0 +1,52 @@
+/*
+ * trace_test_util.h -- helpers for the trace codec, format and reader tests:
+ * hex comparison, msgpack round trips, a capturing log sink, temp files.
+ */
+#ifndef LMC_TEST_TRACE_TEST_UTIL_H
+#define LMC_TEST_TRACE_TEST_UTIL_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/log.h"
+#include "trace/value.h"
+
+/* Parse hex (spaces ignored) into a malloc'd buffer; *n gets its length. */
+uint8_t *tt_unhex(const char *hex, size_t *n);
+
+/* Lowercase hex of n bytes into a malloc'd string. */
+char *tt_hex(const void *p, size_t n);
+
+/* Fail the test unless the n bytes at p equal the hex string (spaces ignored). */
+void tt_assert_hex(const void *p, size_t n, const char *hex);
+
+/* Encode one value (through the codecs) into a fresh sbuffer the caller destroys. */
+void tt_encode(const lmc_tv *v, msgpack_sbuffer *sb);
+
+/* Decode msgpack bytes as one value into the arena; returns the status, err filled. */
+lmc_status tt_decode(const void *bytes, size_t n, lmc_arena *a, lmc_tv *out, lmc_error *err);
+
+/* Encode then decode; fails the test if either step fails. */
+lmc_tv tt_round_trip(const lmc_tv *v, lmc_arena *a);
+
+/* A key from a short chunk hash, as the tests build them. */
+lmc_object_key tt_key(const char *model, uint32_t hash, int64_t kv_rank, int64_t group,
+                      const char *salt);
+
+/* Capture log messages at or above WARNING (up to 64, 512 bytes each). */
+void tt_log_capture_start(void);
+void tt_log_capture_stop(void);
+size_t tt_log_count(void);
+/* How many captured messages contain needle. */
+size_t tt_log_count_containing(const char *needle);
+const char *tt_log_message(size_t i);
+
+/* A fresh directory under /tmp (buf of at least 64 bytes) and its removal. */
+void tt_tmpdir(char *buf);
+void tt_rmtree(const char *path);
+/* Write bytes to a file (replacing it); fails the test on error. */
+void tt_write_file(const char *path, const void *p, size_t n);
+
+#endif

@@ -1,0 +1,567 @@
+/*
+ * test_replay_driver.c -- the replay half (seed section 11, replay): the
+ * dispatcher and its default table, FIFO pairing of read contexts, and
+ * record-then-replay round trips against a real StorageManager, with
+ * skipping, failure counting and pacing.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "helpers/sm_test_util.h"
+#include "lmcache/storage_manager.h"
+#include "obs/event_bus.h"
+#include "replay/dispatch.h"
+#include "replay/driver.h"
+#include "storage/config.h"
+#include "trace/capture.h"
+#include "trace/format.h"
+#include "trace/lifecycle.h"
+#include "trace/recorder.h"
+
+#define P LMC_TRACE_QUALNAME_PREFIX
+
+/* ---------------------------------------------------------------------- */
+/* Helpers                                                                 */
+/* ---------------------------------------------------------------------- */
+
+typedef struct log_capture {
+    char lines[64][512];
+    size_t n;
+} log_capture;
+
+static void capture_sink(lmc_log_level level, const char *comp, const char *msg, void *ud)
+{
+    (void)level;
+    (void)comp;
+    log_capture *c = ud;
+    if (c->n < 64)
+        snprintf(c->lines[c->n++], sizeof(c->lines[0]), "%s", msg);
+}
+
+static bool logged(const log_capture *c, const char *needle)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        if (strstr(c->lines[i], needle))
+            return true;
+    }
+    return false;
+}
+
+static lmc_sm_config config_of(const char *flags)
+{
+    char *copy = strdup(flags);
+    char *argv[32];
+    int argc = 0;
+    argv[argc++] = "t";
+    for (char *tok = strtok(copy, " "); tok && argc < 31; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    lmc_sm_config cfg;
+    lmc_sm_config_init(&cfg);
+    lmc_error err;
+    if (lmc_sm_config_parse_all(&cfg, argc, argv, &err) != LMC_OK)
+        fail_msg("config: %s", err.msg);
+    free(copy);
+    return cfg;
+}
+
+/* A trace written frame by frame, with chosen t_mono values. */
+typedef struct writer {
+    msgpack_sbuffer buf;
+} writer;
+
+static void writer_begin(writer *w, int64_t schema)
+{
+    msgpack_sbuffer_init(&w->buf);
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, "LMCT", 4);
+    h.magic_len = 4;
+    h.format_version = 1;
+    h.level = "storage";
+    h.trace_schema_version = schema;
+    h.t_mono_start = 100.0;
+    h.t_wall_start = 1700000000.0;
+    h.sm_config_json = "";
+    h.sm_config_digest = "";
+    assert_int_equal(lmc_trace_encode_header(&w->buf, &h, NULL), LMC_OK);
+}
+
+static void writer_keys_record(writer *w, double t_mono, const char *qualname,
+                               const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                               const char *mode)
+{
+    lmc_tv items[16];
+    for (size_t i = 0; i < n; i++)
+        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    lmc_trace_arg args[3];
+    size_t na = 0;
+    args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
+    if (lay)
+        args[na++] = (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
+    if (mode)
+        args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+    assert_int_equal(lmc_trace_encode_record(&w->buf, t_mono, 1700000000.0 + t_mono, qualname,
+                                             strlen(qualname), args, na, NULL),
+                     LMC_OK);
+}
+
+static void writer_end(writer *w, const char *path)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(w->buf.data, 1, w->buf.size, f), w->buf.size);
+    fclose(f);
+    msgpack_sbuffer_destroy(&w->buf);
+}
+
+/* A small trace of reserve_write + finish_write of 2 keys, `gap` seconds apart. */
+static void write_store_trace(const char *path, double gap, int64_t schema)
+{
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 1);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    writer w;
+    writer_begin(&w, schema);
+    writer_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
+    writer_keys_record(&w, gap, P "finish_write", k, 2, NULL, NULL);
+    writer_end(&w, path);
+}
+
+typedef struct fixture {
+    char *dir;
+    char path[512];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = sm_test_mkdtemp();
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    lmc_log_set_sink(NULL, NULL);
+    sm_test_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* Dispatcher                                                              */
+/* ---------------------------------------------------------------------- */
+
+static lmc_status ok_handler(lmc_replay_ctx *ctx, const lmc_trace_record *rec, lmc_error *err)
+{
+    (void)ctx;
+    (void)rec;
+    (void)err;
+    return LMC_OK;
+}
+
+static lmc_status failing_handler(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  lmc_error *err)
+{
+    (void)ctx;
+    (void)rec;
+    return lmc_error_set(err, LMC_ERR_INVALID, "boom");
+}
+
+static void test_dispatcher_registers_and_rejects_duplicates(void **state)
+{
+    (void)state;
+    lmc_dispatcher *d = lmc_dispatcher_create();
+    assert_false(lmc_dispatcher_has(d, "a.b"));
+    assert_int_equal(lmc_dispatcher_register(d, "a.b", ok_handler, NULL), LMC_OK);
+    assert_true(lmc_dispatcher_has(d, "a.b"));
+    lmc_error err;
+    assert_int_equal(lmc_dispatcher_register(d, "a.b", ok_handler, &err), LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "handler already registered for 'a.b'"));
+    assert_int_equal(lmc_dispatcher_dispatch(d, "x.y", NULL, NULL, &err), LMC_ERR_NOT_FOUND);
+    const char **names;
+    assert_int_equal(lmc_dispatcher_qualnames(d, &names), 1);
+    assert_string_equal(names[0], "a.b");
+    free(names);
+    lmc_dispatcher_destroy(d);
+}
+
+static void test_default_dispatcher_has_exactly_the_six_qualnames(void **state)
+{
+    (void)state;
+    lmc_dispatcher *d = lmc_dispatcher_default();
+    const char **names;
+    size_t n = lmc_dispatcher_qualnames(d, &names);
+    assert_int_equal(n, 6);
+    static const char *const expect[] = {
+        P "reserve_write",          P "finish_write",
+        P "submit_prefetch_task",   P "finish_read_prefetched",
+        P "read_prefetched_results.__enter__", P "read_prefetched_results.__exit__",
+    };
+    for (size_t i = 0; i < 6; i++)
+        assert_true(lmc_dispatcher_has(d, expect[i]));
+    free(names);
+    lmc_dispatcher_destroy(d);
+}
+
+static lmc_trace_record keys_record(const char *q, lmc_trace_arg *arg, lmc_tv *items,
+                                    const lmc_object_key *keys, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    *arg = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
+    lmc_trace_record rec = {.qualname = q, .qualname_len = strlen(q), .args = arg, .nargs = 1};
+    return rec;
+}
+
+static void test_read_contexts_pair_first_in_first_out(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 10);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    lmc_trace_arg arg;
+    lmc_tv items[2];
+    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 2);
+    assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 2);
+    lmc_trace_record exit_ = keys_record(P "read_prefetched_results.__exit__", &arg, items, k, 2);
+    assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 1);
+    assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+static void test_exit_without_enter_only_warns(void **state)
+{
+    (void)state;
+    log_capture cap = {0};
+    lmc_log_set_sink(capture_sink, &cap);
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[3];
+    sm_test_keys(k, 3, 20);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    lmc_trace_arg arg;
+    lmc_tv items[3];
+    lmc_trace_record exit_ = keys_record(P "read_prefetched_results.__exit__", &arg, items, k, 3);
+    assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
+    assert_true(logged(&cap, "with no matching __enter__ (keys=3); ignoring"));
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+    lmc_log_set_sink(NULL, NULL);
+}
+
+static void test_dangling_contexts_are_closed_at_the_end(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 30);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    lmc_trace_arg arg;
+    lmc_tv items[1];
+    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 1);
+    lmc_replay_read_enter(ctx, &enter, NULL);
+    assert_int_equal(lmc_replay_ctx_close_dangling(ctx), 1);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Record, then replay                                                     */
+/* ---------------------------------------------------------------------- */
+
+static void record_with_sm(const char *path, const char *flags, void (*body)(lmc_storage_manager *))
+{
+    lmc_sm_config cfg = config_of(flags);
+    lmc_storage_manager *sm;
+    assert_int_equal(lmc_sm_create(&cfg, &sm, NULL), LMC_OK);
+    char *json;
+    char digest[65];
+    lmc_sm_config_digest(&cfg, &json, digest);
+    lmc_event_bus *bus;
+    lmc_event_bus_config bc = {.enabled = true, .max_queue_size = 10000};
+    assert_int_equal(lmc_event_bus_create(&bc, &bus, NULL), LMC_OK);
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_maybe_init(bus, "storage", path, json, digest, &r, NULL), LMC_OK);
+    lmc_event_bus_start(bus);
+    body(sm);
+    lmc_event_bus_stop(bus);
+    lmc_trace_recorder_destroy(r);
+    lmc_trace_capture_set_bus(NULL);
+    lmc_event_bus_destroy(bus);
+    lmc_sm_destroy(sm);
+    free(json);
+    lmc_sm_config_free(&cfg);
+}
+
+static void store_two(lmc_storage_manager *sm)
+{
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 40);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay);
+}
+
+typedef struct counts {
+    size_t calls, failed, skipped;
+} counts;
+
+static void count_records(const char *q, double lat, bool failed, bool skipped, void *ud)
+{
+    (void)q;
+    (void)lat;
+    counts *c = ud;
+    c->calls++;
+    c->failed += failed;
+    c->skipped += skipped;
+}
+
+static void test_reserve_and_finish_write_replay_with_matching_digest(void **state)
+{
+    fixture *f = *state;
+    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    record_with_sm(f->path, flags, store_two);
+    lmc_sm_config cfg = config_of(flags);
+    counts c = {0};
+    lmc_replay_options opt = {.time_scale = 1.0, .on_record = count_records, .ud = &c};
+    lmc_replay_result res;
+    lmc_error err;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, &err), LMC_OK);
+    assert_int_equal(res.failed, 0);
+    assert_true(res.replayed >= 2);
+    assert_string_equal(res.level, "storage");
+    assert_string_equal(res.header_digest, res.replay_digest);
+    assert_int_equal(c.calls, res.replayed); /* on_record once per record */
+    assert_int_equal(c.failed, 0);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+}
+
+static char *g_fs_dir;
+
+static void full_prefetch_cycle(lmc_storage_manager *sm)
+{
+    lmc_object_key k[4];
+    sm_test_keys(k, 4, 50);
+    lmc_layout_desc lay = sm_test_layout(8192);
+    sm_test_store(sm, k, 4, &lay);
+    assert_true(lmc_sm_wait_idle(sm, 5000));
+    lmc_sm_clear(sm, false); /* not traced: replay keeps them in L1 */
+    lmc_prefetch_handle h;
+    lmc_sm_submit_prefetch_task(sm, k, 4, &lay, 0, "req", LMC_TRIM_PREFIX, &h, NULL);
+    lmc_bitmap bm;
+    sm_test_wait_prefetch(sm, &h, &bm);
+    lmc_bitmap_free(&bm);
+    lmc_sm_read_ctx ctx;
+    lmc_sm_read_prefetched_enter(sm, k, 4, &ctx);
+    lmc_sm_read_prefetched_exit(sm, &ctx, false);
+    lmc_sm_finish_read_prefetched(sm, k, 4, 0, NULL);
+    lmc_prefetch_handle_clear(&h);
+}
+
+static void test_full_prefetch_cycle_with_an_fs_adapter_replays(void **state)
+{
+    fixture *f = *state;
+    g_fs_dir = sm_test_mkdtemp();
+    char flags[512];
+    snprintf(flags, sizeof(flags),
+             "--l1-size-gb 0.01 --eviction-policy LRU --l2-adapter "
+             "{\"type\":\"fs\",\"base_path\":\"%s\"}",
+             g_fs_dir);
+    record_with_sm(f->path, flags, full_prefetch_cycle);
+    char *replay_dir = sm_test_mkdtemp();
+    snprintf(flags, sizeof(flags),
+             "--l1-size-gb 0.01 --eviction-policy LRU --l2-adapter "
+             "{\"type\":\"fs\",\"base_path\":\"%s\"}",
+             replay_dir);
+    lmc_sm_config cfg = config_of(flags);
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    assert_int_equal(res.failed, 0);
+    assert_int_equal(res.skipped, 0);
+    lmc_op_stats *ops;
+    size_t n = lmc_replay_stats_summary(res.stats, &ops);
+    assert_int_equal(n, 6); /* every op is in the stats */
+    lmc_replay_stats_free_summary(ops, n);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+    sm_test_rmdir(replay_dir);
+    sm_test_rmdir(g_fs_dir);
+}
+
+static void test_unknown_qualnames_are_skipped(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 0.0, 2);
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_dispatcher *empty = lmc_dispatcher_create();
+    counts c = {0};
+    lmc_replay_options opt = {.time_scale = 1.0, .dispatcher = empty, .on_record = count_records,
+                              .ud = &c};
+    lmc_replay_result res;
+    lmc_log_set_level(LMC_LOG_ERROR);
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    lmc_log_set_level(LMC_LOG_INFO);
+    assert_int_equal(res.replayed, 0);
+    assert_int_equal(res.skipped, 2);
+    assert_int_equal(c.skipped, 2);
+    lmc_replay_result_free(&res);
+    lmc_dispatcher_destroy(empty);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_a_failing_handler_is_counted_as_failed(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 0.0, 2);
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_dispatcher *d = lmc_dispatcher_create();
+    lmc_dispatcher_register(d, P "reserve_write", failing_handler, NULL);
+    lmc_dispatcher_register(d, P "finish_write", ok_handler, NULL);
+    lmc_replay_options opt = {.time_scale = 1.0, .dispatcher = d};
+    lmc_replay_result res;
+    lmc_log_set_level(LMC_LOG_ERROR);
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    lmc_log_set_level(LMC_LOG_INFO);
+    assert_int_equal(res.failed, 1);
+    assert_int_equal(res.replayed, 1);
+    lmc_op_stats *ops;
+    size_t n = lmc_replay_stats_summary(res.stats, &ops);
+    bool seen = false;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(ops[i].qualname, P "reserve_write") == 0) {
+            assert_int_equal(ops[i].error_count, 1);
+            assert_int_equal(ops[i].count, 0);
+            seen = true;
+        }
+    }
+    assert_true(seen);
+    lmc_replay_stats_free_summary(ops, n);
+    lmc_replay_result_free(&res);
+    lmc_dispatcher_destroy(d);
+    lmc_sm_config_free(&cfg);
+}
+
+static double timed_replay(const char *path, double scale)
+{
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_replay_options opt = {.time_scale = scale};
+    lmc_replay_result res;
+    uint64_t t0 = lmc_mono_ns();
+    assert_int_equal(lmc_replay_run(&cfg, path, &opt, &res, NULL), LMC_OK);
+    double elapsed = (double)(lmc_mono_ns() - t0) / 1e9;
+    assert_int_equal(res.failed, 0);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+    return elapsed;
+}
+
+static void test_pacing_honours_the_recorded_gap(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 0.05, 2);
+    assert_true(timed_replay(f->path, 1.0) >= 0.04);
+}
+
+static void test_time_scale_half_halves_the_gap(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 0.2, 2);
+    double full = timed_replay(f->path, 1.0);
+    double half = timed_replay(f->path, 0.5);
+    assert_true(full >= 0.19);
+    assert_true(half >= 0.095);
+    assert_true(half < full * 0.8);
+}
+
+static void test_time_scale_must_be_finite_and_positive(void **state)
+{
+    (void)state;
+    const double bad[] = {0.0, -1.0, NAN, INFINITY};
+    for (size_t i = 0; i < 4; i++) {
+        lmc_error err;
+        assert_int_equal(lmc_replay_check_time_scale(bad[i], &err), LMC_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "--time-scale"));
+    }
+    assert_int_equal(lmc_replay_check_time_scale(2.0, NULL), LMC_OK);
+}
+
+static void test_schema_1_traces_replay_with_a_cache_salt_warning(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 0.0, 1);
+    log_capture cap = {0};
+    lmc_log_set_sink(capture_sink, &cap);
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    lmc_log_set_sink(NULL, NULL);
+    assert_int_equal(res.failed, 0);
+    assert_int_equal(res.replayed, 2);
+    assert_true(logged(&cap, "cache_salt may be missing"));
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_a_missing_trace_file_is_an_error_naming_it(void **state)
+{
+    fixture *f = *state;
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_replay_result res;
+    lmc_error err;
+    char missing[600];
+    snprintf(missing, sizeof(missing), "%s/nope.lct", f->dir);
+    assert_int_not_equal(lmc_replay_run(&cfg, missing, NULL, &res, &err), LMC_OK);
+    assert_non_null(strstr(err.msg, "nope.lct"));
+    lmc_sm_config_free(&cfg);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_dispatcher_registers_and_rejects_duplicates),
+        cmocka_unit_test(test_default_dispatcher_has_exactly_the_six_qualnames),
+        cmocka_unit_test(test_read_contexts_pair_first_in_first_out),
+        cmocka_unit_test(test_exit_without_enter_only_warns),
+        cmocka_unit_test(test_dangling_contexts_are_closed_at_the_end),
+        cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unknown_qualnames_are_skipped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failing_handler_is_counted_as_failed, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_pacing_honours_the_recorded_gap, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_scale_half_halves_the_gap, setup, teardown),
+        cmocka_unit_test(test_time_scale_must_be_finite_and_positive),
+        cmocka_unit_test_setup_teardown(test_schema_1_traces_replay_with_a_cache_salt_warning,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_missing_trace_file_is_an_error_naming_it, setup,
+                                        teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

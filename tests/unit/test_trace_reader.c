@@ -1,0 +1,701 @@
+/*
+ * test_trace_reader.c -- the streaming .lct reader (spec/trace-format.md
+ * section 1.5): strict header checks with LMCache's messages, records in
+ * order, truncated tails and malformed records (with their warnings), the
+ * peek pass and record counting, and a small seeded mutation run that the
+ * reader must survive.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "helpers/trace_test_util.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+#include "trace/reader.h"
+
+#define QUAL(m) LMC_TRACE_QUALNAME_PREFIX m
+
+typedef struct fixture {
+    char dir[64];
+    char path[128];
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    tt_tmpdir(f->dir);
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    tt_log_capture_start();
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    tt_log_capture_stop();
+    tt_rmtree(f->dir);
+    free(f);
+    return 0;
+}
+
+static const char *path_of(void **state)
+{
+    return ((fixture *)*state)->path;
+}
+
+static void assert_msg_contains(const char *msg, const char *want)
+{
+    if (strstr(msg, want) == NULL)
+        fail_msg("message '%s' lacks '%s'", msg, want);
+}
+
+/* A header frame into a fresh sbuffer. */
+static void put_header(msgpack_sbuffer *sb, const char *magic, int64_t format_version,
+                       int64_t schema)
+{
+    msgpack_sbuffer_init(sb);
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    h.magic_len = strlen(magic);
+    memcpy(h.magic, magic, h.magic_len);
+    h.format_version = format_version;
+    h.level = "storage";
+    h.trace_schema_version = schema;
+    h.t_mono_start = 100.5;
+    h.t_wall_start = 1700000000.25;
+    h.sm_config_json = "{}";
+    h.sm_config_digest = "d1g35t";
+    assert_int_equal(lmc_trace_encode_header(sb, &h, NULL), LMC_OK);
+}
+
+/* A record {"i": i, "key": ObjectKey(m, hash i)} at t_mono i/10. */
+static void put_record(msgpack_sbuffer *sb, const char *qualname, int64_t i)
+{
+    lmc_object_key k = tt_key("m", (uint32_t)i, 0, 0, NULL);
+    lmc_trace_arg args[2] = {{"i", 1, lmc_tv_int(i)},
+                             {"key", 3, {.kind = LMC_TV_OBJECT_KEY, .u.key = &k}}};
+    assert_int_equal(lmc_trace_encode_record(sb, (double)i / 10, 1700000000.0 + (double)i, qualname,
+                                             strlen(qualname), args, 2, NULL),
+                     LMC_OK);
+}
+
+/* A raw frame around arbitrary body bytes. */
+static void put_raw_frame(msgpack_sbuffer *sb, const void *body, uint32_t len)
+{
+    uint8_t prefix[4];
+    lmc_put_be32(prefix, len);
+    msgpack_sbuffer_write(sb, (const char *)prefix, 4);
+    msgpack_sbuffer_write(sb, body, len);
+}
+
+/* A valid file: header + n records ("reserve_write" / "finish_write" alternating). */
+static void build_file(msgpack_sbuffer *sb, int n)
+{
+    put_header(sb, "LMCT", 1, 2);
+    for (int i = 0; i < n; i++)
+        put_record(sb, i % 2 ? QUAL("finish_write") : QUAL("reserve_write"), i);
+}
+
+static void write_sb(void **state, const msgpack_sbuffer *sb, size_t len)
+{
+    tt_write_file(path_of(state), sb->data, len);
+}
+
+static lmc_status open_error(void **state, lmc_error *err)
+{
+    lmc_trace_reader *r = NULL;
+    lmc_status st = lmc_trace_reader_open(path_of(state), &r, err);
+    assert_null(r);
+    return st;
+}
+
+/* The file name as the messages quote it. */
+static void quoted_path(void **state, char *buf, size_t len)
+{
+    snprintf(buf, len, "trace file '%s': ", path_of(state));
+}
+
+/* ---------------------------------------------------------------------- */
+/* Header                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static void test_header_round_trips(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 0);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    lmc_error err;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, &err), LMC_OK);
+    const lmc_trace_header *h = lmc_trace_reader_header(r);
+    assert_memory_equal(h->magic, "LMCT", 4);
+    assert_int_equal(h->format_version, 1);
+    assert_int_equal(h->trace_schema_version, 2);
+    assert_string_equal(h->level, "storage");
+    assert_true(h->t_mono_start == 100.5);
+    assert_true(h->t_wall_start == 1700000000.25);
+    assert_string_equal(h->sm_config_json, "{}");
+    assert_string_equal(h->sm_config_digest, "d1g35t");
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_false(lmc_trace_reader_truncated(r));
+    lmc_trace_reader_close(r);
+    assert_int_equal(tt_log_count(), 0);
+}
+
+static void test_bad_magic_is_rejected_naming_the_file(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "WRNG", 1, 2);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    char want[200];
+    quoted_path(state, want, sizeof(want));
+    strcat(want, "bad magic (got b'WRNG', expected b'LMCT')");
+    assert_string_equal(err.msg, want);
+}
+
+static void test_format_version_2_is_unsupported(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 2, 2);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_UNSUPPORTED);
+    assert_msg_contains(err.msg, "unsupported format_version 2 (this build expects 1)");
+}
+
+static void test_schema_3_is_unsupported(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 3);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_UNSUPPORTED);
+    assert_msg_contains(err.msg, "unsupported trace_schema_version 3 (this build supports 1, 2)");
+}
+
+static void test_magic_is_checked_before_versions(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "WRNG", 7, 9);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    assert_msg_contains(err.msg, "bad magic");
+}
+
+static void test_schema_1_is_accepted(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 1);
+    put_record(&sb, QUAL("reserve_write"), 1);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_reader_header(r)->trace_schema_version, 1);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    lmc_trace_reader_close(r);
+}
+
+static void test_empty_file_is_unexpected_eof(void **state)
+{
+    tt_write_file(path_of(state), "", 0);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    char want[200];
+    quoted_path(state, want, sizeof(want));
+    strcat(want, "unexpected EOF reading frame length");
+    assert_string_equal(err.msg, want);
+}
+
+static void test_short_header_prefix_is_truncated(void **state)
+{
+    tt_write_file(path_of(state), "\0\0", 2);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    assert_msg_contains(err.msg, "truncated frame length prefix at offset 0");
+}
+
+static void test_short_header_body_is_truncated(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 2);
+    size_t body = sb.size - 4;
+    write_sb(state, &sb, sb.size - 10);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    char want[120];
+    snprintf(want, sizeof(want), "truncated frame body at offset 4 (got %zu of %zu)", body - 10,
+             body);
+    assert_msg_contains(err.msg, want);
+}
+
+static void test_header_that_is_not_a_header_is_rejected(void **state)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    put_record(&sb, QUAL("reserve_write"), 0);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_error err;
+    assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
+    assert_msg_contains(err.msg, "trace file '");
+    assert_msg_contains(err.msg, "invalid type tag 'record'");
+}
+
+static void test_missing_file_names_the_file_and_the_os_error(void **state)
+{
+    char path[200];
+    snprintf(path, sizeof(path), "%s/nope.lct", ((fixture *)*state)->dir);
+    lmc_trace_reader *r = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_trace_reader_open(path, &r, &err), LMC_ERR_NOT_FOUND);
+    assert_null(r);
+    assert_msg_contains(err.msg, "nope.lct'");
+    assert_msg_contains(err.msg, "cannot open: No such file or directory");
+}
+
+static void test_a_directory_cannot_be_read(void **state)
+{
+    lmc_trace_reader *r = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_trace_reader_open(((fixture *)*state)->dir, &r, &err), LMC_ERR_IO);
+    assert_null(r);
+    assert_msg_contains(err.msg, "cannot read: Is a directory");
+}
+
+static void test_path_is_quoted_like_python_repr(void **state)
+{
+    char path[200];
+    snprintf(path, sizeof(path), "%s/it's.lct", ((fixture *)*state)->dir);
+    lmc_error err;
+    assert_int_equal(lmc_trace_reader_open(path, &(lmc_trace_reader *){NULL}, &err),
+                     LMC_ERR_NOT_FOUND);
+    assert_msg_contains(err.msg, "it's.lct\": cannot open");
+    assert_msg_contains(err.msg, "trace file \"/tmp/");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Records                                                                 */
+/* ---------------------------------------------------------------------- */
+
+static void test_records_come_back_in_order_with_decoded_args(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 5);
+    size_t header_len = lmc_get_be32((uint8_t *)sb.data) + 4;
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    for (int i = 0; i < 5; i++) {
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+        assert_string_equal(rec.qualname, i % 2 ? QUAL("finish_write") : QUAL("reserve_write"));
+        assert_true(rec.t_mono == (double)i / 10);
+        assert_true(rec.t_wall == 1700000000.0 + i);
+        assert_int_equal(rec.nargs, 2);
+        assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, i);
+        const lmc_trace_arg *k = lmc_trace_args_find(rec.args, rec.nargs, "key");
+        assert_int_equal(k->value.kind, LMC_TV_OBJECT_KEY);
+        lmc_object_key want = tt_key("m", (uint32_t)i, 0, 0, NULL);
+        assert_true(lmc_object_key_equal(k->value.u.key, &want));
+        if (i == 0)
+            assert_int_equal(rec.offset, header_len);
+    }
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_int_equal(lmc_trace_reader_records(r), 5);
+    assert_int_equal(lmc_trace_reader_malformed(r), 0);
+    assert_false(lmc_trace_reader_truncated(r));
+    lmc_trace_reader_close(r);
+    assert_int_equal(tt_log_count(), 0);
+}
+
+static void test_peek_pass_gives_qualnames_and_times(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 4);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    double t;
+    const char *q;
+    size_t qn;
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+        const char *want = i % 2 ? QUAL("finish_write") : QUAL("reserve_write");
+        assert_int_equal(qn, strlen(want));
+        assert_memory_equal(q, want, qn);
+        assert_true(t == (double)i / 10);
+    }
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_ERR_EOF);
+    lmc_trace_reader_close(r);
+}
+
+static void test_peek_int_arg_reads_an_int_of_the_peeked_record(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    lmc_trace_arg args[2] = {{"dropped_count", 13, lmc_tv_int(5)}, {"why", 3, lmc_tv_str("x", 1)}};
+    assert_int_equal(lmc_trace_encode_record(&sb, 9.0, 9.0, "marker", 6, args, 2, NULL), LMC_OK);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    double t;
+    const char *q;
+    size_t qn;
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i"), 0); /* nothing peeked yet */
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i"), 0);
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    assert_memory_equal(q, "marker", 6);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count"), 5);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "why"), 0);   /* not an int */
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "other"), 0); /* absent */
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_ERR_EOF);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count"), 0);
+    lmc_trace_reader_close(r);
+}
+
+static void test_truncated_length_prefix_ends_the_stream_with_a_warning(void **state)
+{
+    for (size_t cut = 1; cut <= 3; cut++) {
+        msgpack_sbuffer sb;
+        build_file(&sb, 2);
+        size_t full = sb.size;
+        put_record(&sb, QUAL("reserve_write"), 2);
+        write_sb(state, &sb, full + cut); /* 1-3 bytes of the third prefix */
+        msgpack_sbuffer_destroy(&sb);
+        tt_log_capture_start();
+        lmc_trace_reader *r;
+        assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+        lmc_trace_record rec;
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+        assert_true(lmc_trace_reader_truncated(r));
+        assert_int_equal(tt_log_count(), 1);
+        char want[100];
+        snprintf(want, sizeof(want), "TraceReader: truncated frame length prefix at offset %zu",
+                 full);
+        assert_string_equal(tt_log_message(0), want);
+        lmc_trace_reader_close(r);
+    }
+}
+
+static void test_short_record_body_ends_the_stream_with_a_warning(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    size_t full = sb.size;
+    put_record(&sb, QUAL("reserve_write"), 1);
+    size_t body = sb.size - full - 4;
+    write_sb(state, &sb, sb.size - 3);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_true(lmc_trace_reader_truncated(r));
+    char want[120];
+    snprintf(want, sizeof(want), "TraceReader: truncated frame body at offset %zu (got %zu of %zu)",
+             full + 4, body - 3, body);
+    assert_int_equal(tt_log_count(), 1);
+    assert_string_equal(tt_log_message(0), want);
+    lmc_trace_reader_close(r);
+}
+
+static void test_file_cut_by_three_bytes_reads_without_error(void **state)
+{
+    /* LMCache's test_recorder: truncate by 3 bytes, read, no exception. */
+    msgpack_sbuffer sb;
+    build_file(&sb, 3);
+    write_sb(state, &sb, sb.size - 3);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    int n = 0;
+    while (lmc_trace_reader_next(r, &rec) == LMC_OK)
+        n++;
+    assert_int_equal(n, 2);
+    assert_true(lmc_trace_reader_truncated(r));
+    lmc_trace_reader_close(r);
+}
+
+static void test_end_of_stream_is_sticky_and_warns_once(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    write_sb(state, &sb, sb.size - 1);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_int_equal(tt_log_count(), 1);
+    lmc_trace_reader_close(r);
+}
+
+static void test_malformed_record_is_skipped_and_the_next_one_read(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    size_t bad_at = sb.size;
+    static const uint8_t not_a_record[] = {0x93, 0x01, 0x02, 0x03};
+    put_raw_frame(&sb, not_a_record, sizeof(not_a_record));
+    put_record(&sb, QUAL("finish_write"), 7);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, QUAL("finish_write"));
+    assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, 7);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_int_equal(lmc_trace_reader_records(r), 2);
+    assert_int_equal(lmc_trace_reader_malformed(r), 1);
+    assert_false(lmc_trace_reader_truncated(r));
+    assert_int_equal(tt_log_count(), 1);
+    char want[100];
+    snprintf(want, sizeof(want), "TraceReader: skipping malformed record at offset %zu: ",
+             bad_at + 4 + sizeof(not_a_record));
+    assert_msg_contains(tt_log_message(0), want);
+    lmc_trace_reader_close(r);
+}
+
+static void test_record_with_an_unknown_tag_is_skipped(void **state)
+{
+    /* a record whose arg is {"__t__": "Nope", "v": 1} */
+    static const char hex[] = "85 a474797065 a67265636f7264 a6745f6d6f6e6f 00 a6745f77616c6c 00"
+                              " a87175616c6e616d65 a171 a461726773 81 a178"
+                              " 82 a55f5f745f5f a44e6f7065 a176 01";
+    size_t n;
+    uint8_t *body = tt_unhex(hex, &n);
+    msgpack_sbuffer sb;
+    build_file(&sb, 0);
+    put_raw_frame(&sb, body, (uint32_t)n);
+    free(body);
+    put_record(&sb, QUAL("reserve_write"), 1);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, 1);
+    assert_int_equal(tt_log_count_containing("unknown tag 'Nope'"), 1);
+    lmc_trace_reader_close(r);
+}
+
+static void test_huge_frame_length_is_treated_as_a_truncated_tail(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    size_t at = sb.size;
+    static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xf0, 0x85, 0xa4};
+    msgpack_sbuffer_write(&sb, (const char *)junk, sizeof(junk));
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    assert_true(lmc_trace_reader_truncated(r));
+    char want[80];
+    snprintf(want, sizeof(want), "TraceReader: truncated frame body at offset %zu", at + 4);
+    assert_int_equal(tt_log_count(), 1);
+    assert_msg_contains(tt_log_message(0), want);
+    assert_msg_contains(tt_log_message(0), "4294967280");
+    lmc_trace_reader_close(r);
+}
+
+static void test_records_larger_than_the_read_buffer_are_read(void **state)
+{
+    /* a 3 MiB string argument, between two small records */
+    size_t big_len = 3u << 20;
+    char *big = malloc(big_len);
+    memset(big, 'z', big_len);
+    msgpack_sbuffer sb;
+    build_file(&sb, 1);
+    lmc_trace_arg args[1] = {{"blob", 4, lmc_tv_str(big, big_len)}};
+    assert_int_equal(lmc_trace_encode_record(&sb, 1.0, 2.0, "big", 3, args, 1, NULL), LMC_OK);
+    put_record(&sb, QUAL("finish_write"), 9);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, "big");
+    assert_int_equal(rec.args[0].value.u.s.len, big_len);
+    assert_memory_equal(rec.args[0].value.u.s.ptr, big, big_len);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, 9);
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(r);
+    free(big);
+}
+
+static void test_many_records_across_buffer_refills_stay_in_order(void **state)
+{
+    enum { N = 20000 }; /* about 3 MiB: several refills of the 1 MiB buffer */
+    msgpack_sbuffer sb;
+    build_file(&sb, N);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+        if (lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i != i)
+            fail_msg("record %d out of order", i);
+    }
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(r);
+}
+
+static void test_count_records_counts_complete_records(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 7);
+    write_sb(state, &sb, sb.size - 2);
+    msgpack_sbuffer_destroy(&sb);
+    uint64_t n = 99;
+    assert_int_equal(lmc_trace_count_records(path_of(state), &n, NULL), LMC_OK);
+    assert_int_equal(n, 6);
+}
+
+static void test_count_records_reports_open_errors(void **state)
+{
+    tt_write_file(path_of(state), "", 0);
+    uint64_t n = 99;
+    lmc_error err;
+    assert_int_equal(lmc_trace_count_records(path_of(state), &n, &err), LMC_ERR_FORMAT);
+    assert_int_equal(n, 0);
+    assert_msg_contains(err.msg, "unexpected EOF");
+}
+
+/* ---------------------------------------------------------------------- */
+/* Hostile files                                                           */
+/* ---------------------------------------------------------------------- */
+
+static uint64_t rng_next(uint64_t *s)
+{
+    *s ^= *s << 13;
+    *s ^= *s >> 7;
+    *s ^= *s << 17;
+    return *s;
+}
+
+static void test_mutated_files_never_crash_the_reader(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 30);
+    uint8_t *mut = malloc(sb.size + 16);
+    uint64_t seed = 0x9e3779b97f4a7c15ULL;
+    for (int iter = 0; iter < 400; iter++) {
+        size_t len = sb.size;
+        memcpy(mut, sb.data, len);
+        int flips = 1 + (int)(rng_next(&seed) % 8);
+        for (int k = 0; k < flips; k++)
+            mut[rng_next(&seed) % len] = (uint8_t)rng_next(&seed);
+        if (rng_next(&seed) % 3 == 0)
+            len = (size_t)(rng_next(&seed) % len);
+        tt_write_file(path_of(state), mut, len);
+        tt_log_capture_start();
+        lmc_trace_reader *r = NULL;
+        if (lmc_trace_reader_open(path_of(state), &r, NULL) != LMC_OK)
+            continue;
+        lmc_trace_record rec;
+        int guard = 0;
+        while (lmc_trace_reader_next(r, &rec) == LMC_OK && guard++ < 1000) {
+        }
+        lmc_trace_reader_close(r);
+        uint64_t count;
+        lmc_trace_count_records(path_of(state), &count, NULL);
+        assert_true(count <= 30);
+    }
+    free(mut);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_header_round_trips, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_magic_is_rejected_naming_the_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_format_version_2_is_unsupported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_3_is_unsupported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_magic_is_checked_before_versions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_schema_1_is_accepted, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_file_is_unexpected_eof, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_short_header_prefix_is_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_short_header_body_is_truncated, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_header_that_is_not_a_header_is_rejected, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_missing_file_names_the_file_and_the_os_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_directory_cannot_be_read, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_path_is_quoted_like_python_repr, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_come_back_in_order_with_decoded_args, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_peek_pass_gives_qualnames_and_times, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_peek_int_arg_reads_an_int_of_the_peeked_record, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_length_prefix_ends_the_stream_with_a_warning,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_short_record_body_ends_the_stream_with_a_warning,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_file_cut_by_three_bytes_reads_without_error, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_end_of_stream_is_sticky_and_warns_once, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_malformed_record_is_skipped_and_the_next_one_read,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_with_an_unknown_tag_is_skipped, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_huge_frame_length_is_treated_as_a_truncated_tail,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_records_larger_than_the_read_buffer_are_read, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_many_records_across_buffer_refills_stay_in_order,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_records_counts_complete_records, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_count_records_reports_open_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mutated_files_never_crash_the_reader, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

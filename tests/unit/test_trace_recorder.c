@@ -1,0 +1,511 @@
+/*
+ * test_trace_recorder.c -- capture and recording (seed section 11,
+ * capture): the gate, argument capture at the StorageManager entry points,
+ * the deferred header, records through the event bus to the file and back
+ * through the reader, drops, write errors and the lifecycle helper.
+ */
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/clock.h"
+#include "core/log.h"
+#include "helpers/sm_test_util.h"
+#include "lmcache/storage_manager.h"
+#include "obs/event_bus.h"
+#include "trace/capture.h"
+#include "trace/codec.h"
+#include "trace/format.h"
+#include "trace/lifecycle.h"
+#include "trace/reader.h"
+#include "trace/recorder.h"
+
+#define P LMC_TRACE_QUALNAME_PREFIX
+
+typedef struct fixture {
+    char *dir;
+    char path[512];
+    lmc_event_bus *bus;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof(*f));
+    f->dir = sm_test_mkdtemp();
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = 100000};
+    assert_int_equal(lmc_event_bus_create(&cfg, &f->bus, NULL), LMC_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_capture_set_bus(NULL);
+    lmc_trace_set_enabled(false);
+    lmc_event_bus_destroy(f->bus);
+    sm_test_rmdir(f->dir);
+    free(f);
+    return 0;
+}
+
+/* Open a recorder on the fixture's bus, as the lifecycle helper does. */
+static lmc_trace_recorder *record_to(fixture *f)
+{
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_maybe_init(f->bus, "storage", f->path, "{\"a\": 1}", "abc", &r,
+                                          NULL),
+                     LMC_OK);
+    assert_non_null(r);
+    assert_int_equal(lmc_event_bus_start(f->bus), LMC_OK);
+    return r;
+}
+
+/* Stop the bus: final drain, then the recorder's shutdown closes the file. */
+static void finish(fixture *f, lmc_trace_recorder *r)
+{
+    lmc_event_bus_stop(f->bus);
+    assert_true(lmc_trace_recorder_closed(r));
+    lmc_trace_recorder_destroy(r);
+}
+
+static lmc_trace_reader *open_reader(const char *path)
+{
+    lmc_trace_reader *rd;
+    lmc_error err;
+    if (lmc_trace_reader_open(path, &rd, &err) != LMC_OK)
+        fail_msg("reader: %s", err.msg);
+    return rd;
+}
+
+static const lmc_tv *arg(const lmc_trace_record *rec, const char *name)
+{
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, name);
+    if (a == NULL)
+        fail_msg("record %s lacks arg %s", rec->qualname, name);
+    return &a->value;
+}
+
+static void assert_arg_names(const lmc_trace_record *rec, const char *const *names, size_t n)
+{
+    assert_int_equal(rec->nargs, n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(rec->args[i].name, names[i]);
+}
+
+static void test_gate_is_off_by_default_and_nothing_is_published(void **state)
+{
+    fixture *f = *state;
+    assert_false(lmc_trace_enabled());
+    lmc_trace_capture_set_bus(f->bus);
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 1);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay);
+    assert_int_equal(lmc_event_bus_queued(f->bus), 0);
+    assert_int_equal(lmc_event_bus_dropped(f->bus), 0);
+    lmc_sm_destroy(sm);
+}
+
+static void test_open_turns_the_gate_on_and_close_turns_it_off(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    assert_true(lmc_trace_enabled());
+    lmc_trace_recorder_close(r);
+    assert_false(lmc_trace_enabled());
+    lmc_trace_recorder_close(r); /* idempotent */
+    lmc_trace_recorder_destroy(r);
+}
+
+static void test_header_with_attached_config_round_trips(void **state)
+{
+    fixture *f = *state;
+    double before = lmc_wall_s();
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    lmc_trace_recorder_attach_config(r, "{\"x\": 1}",
+                                     "0123456789abcdef0123456789abcdef"
+                                     "0123456789abcdef0123456789abcdef");
+    lmc_trace_recorder_attach_config(r, "{\"ignored\": 2}", "ff"); /* first call wins */
+    lmc_trace_recorder_destroy(r);
+    lmc_trace_reader *rd = open_reader(f->path);
+    const lmc_trace_header *h = lmc_trace_reader_header(rd);
+    assert_memory_equal(h->magic, "LMCT", 4);
+    assert_int_equal(h->format_version, 1);
+    assert_int_equal(h->trace_schema_version, 2);
+    assert_string_equal(h->level, "storage");
+    assert_string_equal(h->sm_config_json, "{\"x\": 1}");
+    assert_int_equal(strlen(h->sm_config_digest), 64);
+    assert_true(h->t_mono_start > 0);
+    assert_true(h->t_wall_start >= before - 1);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_header_without_attach_has_empty_config(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    lmc_trace_recorder_destroy(r);
+    lmc_trace_reader *rd = open_reader(f->path);
+    assert_string_equal(lmc_trace_reader_header(rd)->sm_config_json, "");
+    assert_string_equal(lmc_trace_reader_header(rd)->sm_config_digest, "");
+    lmc_trace_reader_close(rd);
+}
+
+static void test_trace_file_is_created_with_mode_0600(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    struct stat st;
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    lmc_trace_recorder_destroy(r);
+}
+
+static void test_storage_manager_calls_are_recorded_with_their_arguments(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[3];
+    sm_test_keys(k, 3, 100);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 3, &lay); /* reserve_write + finish_write */
+    lmc_prefetch_handle h;
+    lmc_sm_submit_prefetch_task(sm, k, 3, &lay, 2, "req-7", LMC_TRIM_SPARSE, &h, NULL);
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_read_ctx ctx;
+    lmc_sm_read_prefetched_enter(sm, k, 3, &ctx);
+    lmc_sm_read_prefetched_exit(sm, &ctx, false);
+    lmc_sm_finish_read_prefetched(sm, k, 3, 2, NULL);
+    lmc_sm_destroy(sm);
+    finish(f, r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    assert_string_equal(lmc_trace_reader_header(rd)->sm_config_json, "{\"a\": 1}");
+    lmc_trace_record rec;
+    static const char *const rw[] = {"keys", "layout_desc", "mode"};
+    static const char *const sp[] = {"keys", "layout_desc", "extra_count", "external_request_id",
+                                     "policy"};
+    static const char *const fr[] = {"keys", "extra_count"};
+    static const char *const ko[] = {"keys"};
+
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "reserve_write");
+    assert_arg_names(&rec, rw, 3);
+    const lmc_tv *keys = arg(&rec, "keys");
+    assert_int_equal(keys->kind, LMC_TV_LIST);
+    assert_int_equal(keys->u.list.n, 3);
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(keys->u.list.items[i].kind, LMC_TV_OBJECT_KEY);
+        assert_true(lmc_object_key_equal(keys->u.list.items[i].u.key, &k[i]));
+    }
+    assert_true(lmc_layout_desc_equal(arg(&rec, "layout_desc")->u.layout, &lay));
+    assert_int_equal(arg(&rec, "mode")->u.s.len, 3);
+    assert_memory_equal(arg(&rec, "mode")->u.s.ptr, "new", 3);
+    double t0 = rec.t_mono;
+
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "finish_write");
+    assert_arg_names(&rec, ko, 1);
+    assert_true(rec.t_mono >= t0);
+
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "submit_prefetch_task");
+    assert_arg_names(&rec, sp, 5);
+    assert_int_equal(arg(&rec, "extra_count")->u.i, 2);
+    assert_memory_equal(arg(&rec, "external_request_id")->u.s.ptr, "req-7", 5);
+    assert_int_equal(arg(&rec, "policy")->kind, LMC_TV_TRIM_POLICY);
+    assert_int_equal(arg(&rec, "policy")->u.trim, LMC_TRIM_SPARSE);
+
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "read_prefetched_results.__enter__");
+    assert_arg_names(&rec, ko, 1);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "read_prefetched_results.__exit__");
+    assert_arg_names(&rec, ko, 1);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "finish_read_prefetched");
+    assert_arg_names(&rec, fr, 2);
+    assert_int_equal(arg(&rec, "extra_count")->u.i, 2);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    assert_int_equal(lmc_trace_reader_records(rd), 6);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_a_failing_call_is_still_recorded_on_entry(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 200);
+    lmc_l1_error e;
+    lmc_sm_finish_write(sm, k, 1, &e); /* nothing reserved: fails */
+    assert_int_equal(e, LMC_L1_KEY_NOT_EXIST);
+    lmc_sm_destroy(sm);
+    finish(f, r);
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, P "finish_write");
+    lmc_trace_reader_close(rd);
+}
+
+static void test_truncated_tail_reads_the_complete_records(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 300);
+    lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+    lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+    finish(f, r);
+    struct stat st;
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal(truncate(f->path, st.st_size - 3), 0);
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    assert_true(lmc_trace_reader_truncated(rd));
+    lmc_trace_reader_close(rd);
+}
+
+static void test_unencodable_argument_is_dropped_and_counted(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    lmc_tv odd = {.kind = LMC_TV_KIND_MAX - 1}; /* no codec registered */
+    lmc_trace_arg bad = {"x", 1, odd};
+    lmc_trace_arg good = {"x", 1, lmc_tv_int(1)};
+    lmc_log_set_level(LMC_LOG_ERROR);
+    lmc_trace_recorder_write_record(r, "a.b", &bad, 1, lmc_wall_s(), lmc_mono_s());
+    lmc_log_set_level(LMC_LOG_INFO);
+    lmc_trace_recorder_write_record(r, "a.c", &good, 1, lmc_wall_s(), lmc_mono_s());
+    assert_int_equal(lmc_trace_recorder_dropped(r), 1);
+    lmc_trace_recorder_destroy(r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, "a.c");
+    /* The drop is stored in the file as a final record of its own. */
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, LMC_TRACE_DROPPED_QUALNAME);
+    assert_int_equal(arg(&rec, "dropped_count")->u.i, 1);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_bus_stop_alone_flushes_and_closes_the_file(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 400);
+    lmc_trace_capture_keys(LMC_TRACE_OP_READ_ENTER, k, 1);
+    lmc_event_bus_stop(f->bus);
+    assert_true(lmc_trace_recorder_closed(r));
+    assert_false(lmc_trace_enabled());
+    assert_int_equal(lmc_trace_recorder_records(r), 1);
+    lmc_trace_recorder_destroy(r);
+    uint64_t n;
+    assert_int_equal(lmc_trace_count_records(f->path, &n, NULL), LMC_OK);
+    assert_int_equal(n, 1);
+}
+
+/* 4 threads x 10,000 calls: every record once, each thread's order kept. */
+typedef struct thread_arg {
+    uint32_t id;
+} thread_arg;
+
+#define CALLS_PER_THREAD 10000
+
+static void *traced_calls(void *p)
+{
+    thread_arg *a = p;
+    for (uint32_t i = 0; i < CALLS_PER_THREAD; i++) {
+        uint8_t h[8];
+        memcpy(h, &a->id, 4);
+        memcpy(h + 4, &i, 4);
+        lmc_object_key k;
+        lmc_object_key_make(&k, h, sizeof(h), "m", 0, 0, "", NULL);
+        lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, &k, 1);
+    }
+    return NULL;
+}
+
+static void test_four_threads_every_record_once_in_thread_order(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    pthread_t t[4];
+    thread_arg a[4];
+    for (uint32_t i = 0; i < 4; i++) {
+        a[i].id = i;
+        pthread_create(&t[i], NULL, traced_calls, &a[i]);
+    }
+    for (int i = 0; i < 4; i++)
+        pthread_join(t[i], NULL);
+    finish(f, r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    uint32_t next[4] = {0};
+    lmc_trace_record rec;
+    size_t total = 0;
+    while (lmc_trace_reader_next(rd, &rec) == LMC_OK) {
+        const lmc_tv *keys = arg(&rec, "keys");
+        const lmc_object_key *k = keys->u.list.items[0].u.key;
+        uint32_t id, seq;
+        memcpy(&id, k->chunk_hash, 4);
+        memcpy(&seq, k->chunk_hash + 4, 4);
+        assert_true(id < 4);
+        assert_int_equal(seq, next[id]);
+        next[id]++;
+        total++;
+    }
+    assert_int_equal(total, 4 * CALLS_PER_THREAD);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_queue_overflow_is_counted_exactly(void **state)
+{
+    fixture *f = *state;
+    lmc_event_bus *small;
+    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = 5};
+    assert_int_equal(lmc_event_bus_create(&cfg, &small, NULL), LMC_OK);
+    lmc_trace_recorder *r;
+    lmc_log_set_level(LMC_LOG_ERROR);
+    assert_int_equal(lmc_trace_maybe_init(small, "storage", f->path, "", "", &r, NULL), LMC_OK);
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 500);
+    for (int i = 0; i < 10; i++) /* the bus is not started: nothing drains */
+        lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 1);
+    assert_int_equal(lmc_event_bus_dropped(small), 5);
+    lmc_event_bus_stop(small); /* final drain: 5 records */
+    lmc_log_set_level(LMC_LOG_INFO);
+    assert_int_equal(lmc_trace_recorder_records(r), 5);
+    assert_int_equal(lmc_trace_recorder_dropped(r), 5);
+    lmc_trace_recorder_destroy(r);
+    lmc_trace_capture_set_bus(NULL);
+    lmc_event_bus_destroy(small);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, LMC_TRACE_DROPPED_QUALNAME);
+    assert_int_equal(arg(&rec, "dropped_count")->u.i, 5);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_write_errors_are_counted_and_the_process_goes_on(void **state)
+{
+    (void)state;
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open("/dev/full", "storage", true, &r, NULL), LMC_OK);
+    lmc_log_set_level(LMC_LOG_OFF);
+    lmc_trace_arg a = {"x", 1, lmc_tv_int(7)};
+    for (int i = 0; i < 3; i++)
+        lmc_trace_recorder_write_record(r, "a.b", &a, 1, lmc_wall_s(), lmc_mono_s());
+    lmc_trace_recorder_flush(r);
+    assert_int_equal(lmc_trace_recorder_dropped(r), 3);
+    assert_int_equal(lmc_trace_recorder_records(r), 0);
+    lmc_trace_recorder_destroy(r);
+    lmc_log_set_level(LMC_LOG_INFO);
+}
+
+static void test_lifecycle_without_a_level_records_nothing(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = (lmc_trace_recorder *)1;
+    assert_int_equal(lmc_trace_maybe_init(f->bus, NULL, NULL, "", "", &r, NULL), LMC_OK);
+    assert_null(r);
+    assert_false(lmc_trace_enabled());
+}
+
+static void test_lifecycle_rejects_an_unsupported_level(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r;
+    lmc_error err;
+    assert_int_equal(lmc_trace_maybe_init(f->bus, "gpu", NULL, "", "", &r, &err),
+                     LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "unsupported trace level"));
+    assert_false(lmc_trace_enabled());
+}
+
+static void test_default_output_path_is_under_tmpdir_with_pid_and_utc_time(void **state)
+{
+    fixture *f = *state;
+    setenv("TMPDIR", f->dir, 1);
+    char path[512];
+    lmc_trace_default_path(path, sizeof(path));
+    unsetenv("TMPDIR");
+    char prefix[600];
+    snprintf(prefix, sizeof(prefix), "%s/lmcache-trace-%d-", f->dir, (int)getpid());
+    assert_memory_equal(path, prefix, strlen(prefix));
+    /* <YYYYmmdd-HHMMSS>.lct */
+    assert_int_equal(strlen(path), strlen(prefix) + 15 + 4);
+    assert_string_equal(path + strlen(path) - 4, ".lct");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_gate_is_off_by_default_and_nothing_is_published,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_open_turns_the_gate_on_and_close_turns_it_off, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_header_with_attached_config_round_trips, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_header_without_attach_has_empty_config, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_trace_file_is_created_with_mode_0600, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_storage_manager_calls_are_recorded_with_their_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_failing_call_is_still_recorded_on_entry, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_truncated_tail_reads_the_complete_records, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_unencodable_argument_is_dropped_and_counted, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_bus_stop_alone_flushes_and_closes_the_file, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_four_threads_every_record_once_in_thread_order,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_queue_overflow_is_counted_exactly, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_write_errors_are_counted_and_the_process_goes_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lifecycle_without_a_level_records_nothing, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_lifecycle_rejects_an_unsupported_level, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_default_output_path_is_under_tmpdir_with_pid_and_utc_time, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
