@@ -64,14 +64,14 @@ lmc_op lmc_op_from_frame(const void *data, size_t len);
 
 /* The key of lookup/retrieve/store/free_lookup_locks (IPCCacheServerKey). */
 typedef struct lmc_ipc_key {
-    char *model_name;   /* owned */
-    int64_t world_size; /* 1..255 */
-    int64_t worker_id;  /* -1 for a lookup (None), else 0..world_size-1 */
+    char *model_name;    /* owned */
+    int64_t world_size;  /* 1..255 */
+    int64_t worker_id;   /* -1 for a lookup (None), else 0..world_size-1 */
     uint32_t *token_ids; /* owned; the full token sequence */
     size_t n_tokens;
-    int64_t start, end; /* chunk-aligned token range [start, end) */
-    char *request_id;   /* owned */
-    char *cache_salt;   /* owned; "" when none */
+    int64_t start, end;     /* chunk-aligned token range [start, end) */
+    char *request_id;       /* owned */
+    char *cache_salt;       /* owned; "" when none */
     int64_t num_kv_readers; /* >= 1 */
 } lmc_ipc_key;
 
@@ -89,6 +89,7 @@ typedef struct lmc_request {
     lmc_op op;
     /* Per operation (unused fields zero). */
     int64_t instance_id;
+    bool has_instance_id;      /* set with instance_id; false for a ping with nil/none */
     lmc_kv_region_desc region; /* register_kv_cache */
     char *model_name;          /* register_kv_cache; owned */
     int64_t world_size;        /* register_kv_cache */
@@ -97,8 +98,8 @@ typedef struct lmc_request {
     int64_t *block_ids;        /* retrieve, store; owned; one KV group */
     size_t n_block_ids;
     int64_t skip_first_n_tokens; /* retrieve */
-    char *request_id;          /* query_*, end_session; owned */
-    bool force;                /* clear */
+    char *request_id;            /* query_*, end_session; owned */
+    bool force;                  /* clear */
 } lmc_request;
 
 /*
@@ -124,5 +125,9 @@ void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_
                                lmc_op operation);
 void lmc_ipc_key_encode(msgpack_packer *pk, const lmc_ipc_key *key);
 void lmc_kv_region_encode(msgpack_packer *pk, const lmc_kv_region_desc *r);
+/* block_ids of retrieve/store: one KV group, i.e. [[ids[0], ..., ids[n-1]]]. */
+void lmc_block_ids_encode(msgpack_packer *pk, const int64_t *ids, size_t n);
+/* The legacy name of any frozen id 1..34 (implemented or not); NULL otherwise. */
+const char *lmc_op_legacy_name(int64_t id);
 
 #endif

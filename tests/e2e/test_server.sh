@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# `lmcache server` end to end: record a Mooncake workload with tracing, check
+# the trace against the server's own call counters, replay it, survive
+# garbage, and leave readable traces after SIGTERM and kill -9.
+# Usage: test_server.sh path/to/lmcache path/to/tools-dir
+set -u
+LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
+TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
+T=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap cleanup EXIT
+pass=0 fail=0
+expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+        echo $((20000 + RANDOM % 20000))
+}
+
+start_server() { # port log trace extra-args...
+    local port=$1 log=$2 trace=$3
+    shift 3
+    "$LMCACHE" server --port "$port" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
+        --trace-level storage --trace-output "$trace" "$@" 2> "$log" &
+    SERVER=$!
+    PIDS+=("$SERVER")
+    for _ in $(seq 1 100); do
+        grep -q "listening on" "$log" 2>/dev/null && return 0
+        kill -0 "$SERVER" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+[ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
+P=lmcache.v1.distributed.storage_manager.StorageManager
+
+# --- 1. record a workload, stop with SIGTERM ---------------------------------
+PORT=$(free_port)
+mkdir -p "$T/l2"
+start_server "$PORT" "$T/server.log" "$T/rec.lct" \
+    --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2\"}" --counters-output "$T/counters.json"
+expect "the server starts" $?
+
+"$LMCACHE" bench server --port "$PORT" --trace "$MOONCAKE" --max-requests 150 --time-scale 0.01 \
+    --concurrency 2 --bytes-per-token 16 --json > "$T/bench.json" 2> "$T/bench.err"
+rc=$?
+expect "bench server exits 0 (no corrupt chunk)" $rc
+grep -q '"corrupt_chunks": 0' "$T/bench.json"; expect "bench reports 0 corrupt chunks" $?
+hit=$(sed -n 's/.*"hit_rate": \([0-9.e+-]*\).*/\1/p' "$T/bench.json")
+awk -v h="${hit:-0}" 'BEGIN { exit !(h > 0) }'; expect "bench reports a non-zero hit rate ($hit)" $?
+
+# Garbage, then a normal client is still served.
+"$TOOLS/send_garbage" 127.0.0.1 "$PORT" 400 > "$T/garbage.out" 2>&1
+expect "garbage gets error replies and the server stays up: $(cat "$T/garbage.out")" $?
+"$LMCACHE" bench server --port "$PORT" --users 2 --rounds 2 --bytes-per-token 16 --json > "$T/bench2.json" 2>/dev/null
+expect "a normal client is served after the garbage" $?
+
+kill -TERM "$SERVER"
+wait "$SERVER"
+expect "SIGTERM shuts the server down with status 0" $?
+grep -q "trace file $T/rec.lct" "$T/server.log"; expect "the log names the trace file" $?
+
+# Trace counts equal the server's counters.
+"$LMCACHE" trace info "$T/rec.lct" > "$T/info.txt"
+expect "trace info reads the recorded trace" $?
+for op in reserve_write finish_write submit_prefetch_task finish_read_prefetched \
+    read_prefetched_results.__enter__ read_prefetched_results.__exit__; do
+    want=$(sed -n "s/.*\"$op\": \([0-9]*\).*/\1/p" "$T/counters.json")
+    got=$(sed -n "s/^    $P\.$op: \([0-9]*\)$/\1/p" "$T/info.txt")
+    [ "${got:-0}" = "${want:-missing}" ]
+    expect "trace count of $op (${got:-0}) equals the server's counter (${want:-missing})" $?
+done
+
+# Replay with 0 failed records.
+mkdir -p "$T/replay" "$T/l2r"
+"$LMCACHE" trace replay "$T/rec.lct" --l1-size-gb 0.03 --eviction-policy LRU \
+    --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2r\"}" --output-dir "$T/replay" \
+    --time-scale 0.5 > "$T/replay.out" 2> "$T/replay.err"
+expect "the replay exits 0" $?
+grep -q "Records failed:  *0$" "$T/replay.out"; expect "the replay has 0 failed records" $?
+
+# --- 2. kill -9 of a recording server leaves a readable trace ------------------
+PORT=$(free_port)
+start_server "$PORT" "$T/server9.log" "$T/kill9.lct"
+expect "a second server starts" $?
+"$LMCACHE" bench server --port "$PORT" --users 4 --rounds 3 > /dev/null 2>&1
+kill -9 "$SERVER"
+wait "$SERVER" 2>/dev/null
+"$LMCACHE" trace info "$T/kill9.lct" > "$T/info9.txt" 2>&1
+expect "trace info reads the trace of a killed server" $?
+grep -q "level:                      storage" "$T/info9.txt"; expect "the killed server's trace has a header" $?
+
+# --- 3. bad flags ----------------------------------------------------------------
+err=$("$LMCACHE" server --l1-size-gb 0.01 --eviction-policy LRU --trace-level gpu 2>&1); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q "unsupported trace level"; expect "--trace-level gpu exits 2" $?
+err=$("$LMCACHE" server --eviction-policy LRU 2>&1); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "--l1-size-gb"; expect "a missing --l1-size-gb exits 2" $?
+err=$("$LMCACHE" bench server --port 1 --users 2 --rounds 1 --timeout-ms 500 2>&1); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "127.0.0.1:1"; expect "bench against no server exits 1 naming it" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
