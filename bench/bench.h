@@ -35,6 +35,7 @@ typedef int (*lmc_bench_group_fn)(const lmc_bench_ctx *ctx);
 int lmc_bench_group_sm(const lmc_bench_ctx *ctx);
 int lmc_bench_group_trace(const lmc_bench_ctx *ctx);
 int lmc_bench_group_replay(const lmc_bench_ctx *ctx);
+int lmc_bench_group_server(const lmc_bench_ctx *ctx);
 
 int lmc_bench_micro_main(int argc, char **argv);
 

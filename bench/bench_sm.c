@@ -11,14 +11,32 @@
  *                              cycle = reserve + finish + prefetch + query +
  *                              read enter/exit + finish_read of 16 keys
  * The StorageManager has a 1 GiB L1, LRU, no L2; objects are 4 KiB.
+ *
+ *   resp_store_gbps / resp_load_gbps   GB/s (1e9 bytes) of "resp" L2 adapter
+ *                              store and load tasks (64 objects x 256 KiB
+ *                              each, 4 tasks in flight) against a private
+ *                              redis-server child on a free loopback port,
+ *                              started here and killed at the end (a note
+ *                              instead when redis-server is not installed).
  */
+#include <fcntl.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
+#include "core/json.h"
+#include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "storage/config.h"
 
@@ -199,6 +217,211 @@ static double bench_cycles_2threads(lmc_storage_manager *sm, double seconds)
     return (double)(w[0].cycles + w[1].cycles) / elapsed;
 }
 
+/* ------------------------------------------------------------------ */
+/* resp adapter throughput against a private redis-server               */
+/* ------------------------------------------------------------------ */
+
+#define RESP_OBJ (256u * 1024u)
+#define RESP_KEYS 64u
+#define RESP_TASKS 4u
+
+static int free_loopback_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof(a);
+    int port = -1;
+    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+}
+
+static redisContext *redis_connect(int port)
+{
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c != NULL && c->err != 0) {
+        redisFree(c);
+        return NULL;
+    }
+    if (c != NULL)
+        redisSetTimeout(c, tv);
+    return c;
+}
+
+static bool redis_cmd_ok(int port, const char *cmd)
+{
+    redisContext *c = redis_connect(port);
+    if (c == NULL)
+        return false;
+    redisReply *r = redisCommand(c, cmd);
+    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL)
+        freeReplyObject(r);
+    redisFree(c);
+    return ok;
+}
+
+/* A redis-server child that dies with us (PR_SET_PDEATHSIG); -1 when it does not answer. */
+static pid_t start_redis(int *port)
+{
+    *port = free_loopback_port();
+    if (*port <= 0)
+        return -1;
+    char port_s[16];
+    snprintf(port_s, sizeof(port_s), "%d", *port);
+    pid_t pid = fork();
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+            close(null);
+        }
+        execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1", "--save",
+               "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
+               (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0)
+        return -1;
+    for (int waited = 0; waited < 5000; waited += 20) {
+        if (waitpid(pid, NULL, WNOHANG) == pid)
+            return -1; /* exited: not installed, or the port was taken */
+        if (redis_cmd_ok(*port, "PING"))
+            return pid;
+        lmc_sleep_ns(20 * 1000 * 1000);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static void stop_redis(pid_t pid)
+{
+    if (pid <= 0)
+        return;
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+}
+
+/* Submit RESP_TASKS store (or load) tasks and wait for all; GB/s, or -1 on a failure. */
+static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *keys,
+                         lmc_memory_obj *objs)
+{
+    uint64_t ids[RESP_TASKS];
+    size_t done = 0;
+    bool ok = true;
+    uint64_t t0 = lmc_mono_ns();
+    for (size_t t = 0; t < RESP_TASKS; t++) {
+        lmc_status st =
+            load ? lmc_l2_adapter_submit_load(a, &keys[t * RESP_KEYS], &objs[t * RESP_KEYS],
+                                              RESP_KEYS, &ids[t])
+                 : lmc_l2_adapter_submit_store(a, &keys[t * RESP_KEYS], &objs[t * RESP_KEYS],
+                                               RESP_KEYS, &ids[t]);
+        if (st != LMC_OK)
+            return -1;
+    }
+    uint64_t deadline = lmc_mono_ms() + 60000;
+    bool taken[RESP_TASKS] = {false};
+    while (done < RESP_TASKS && lmc_mono_ms() < deadline) {
+        struct pollfd p = {load ? lmc_l2_adapter_load_fd(a) : lmc_l2_adapter_store_fd(a), POLLIN,
+                           0};
+        if (poll(&p, 1, 1000) > 0)
+            lmc_l2_drain_fd(p.fd);
+        if (!load) {
+            lmc_l2_store_result *r = NULL;
+            size_t n = lmc_l2_adapter_pop_completed_stores(a, &r);
+            for (size_t i = 0; i < n; i++)
+                ok = ok && lmc_l2_store_ok(r[i].result);
+            done += n;
+            free(r);
+            continue;
+        }
+        for (size_t t = 0; t < RESP_TASKS; t++) {
+            lmc_bitmap bm;
+            if (taken[t] || !lmc_l2_adapter_take_load_result(a, ids[t], &bm))
+                continue;
+            taken[t] = true;
+            ok = ok && lmc_bitmap_count_leading_ones(&bm) == RESP_KEYS;
+            lmc_bitmap_free(&bm);
+            done++;
+        }
+    }
+    double secs = (double)(lmc_mono_ns() - t0) / 1e9;
+    if (!ok || done < RESP_TASKS)
+        return -1;
+    return (double)RESP_TASKS * RESP_KEYS * RESP_OBJ / secs / 1e9;
+}
+
+static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v)
+{
+    int port;
+    pid_t pid = start_redis(&port);
+    if (pid < 0) {
+        const char *why = "redis-server not installed or did not start (scripts/install-deps "
+                          "installs it)";
+        lmc_bench_note(ctx, "resp_store_gbps", why);
+        lmc_bench_note(ctx, "resp_load_gbps", why);
+        return;
+    }
+    size_t nobj = RESP_TASKS * RESP_KEYS;
+    lmc_object_key *keys = calloc(nobj, sizeof(*keys));
+    lmc_memory_obj *src = calloc(nobj, sizeof(*src));
+    lmc_memory_obj *dst = calloc(nobj, sizeof(*dst));
+    uint8_t *src_buf = malloc(RESP_OBJ * RESP_KEYS); /* shared by the tasks: only keys differ */
+    uint8_t *dst_buf = malloc((size_t)RESP_OBJ * nobj);
+    char json[128];
+    snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}", port,
+             RESP_TASKS);
+    lmc_json *cfg = NULL;
+    lmc_l2_adapter *a = NULL;
+    lmc_error err;
+    if (keys == NULL || src == NULL || dst == NULL || src_buf == NULL || dst_buf == NULL ||
+        lmc_json_parse(json, strlen(json), &cfg, NULL) != LMC_OK ||
+        lmc_l2_adapter_create(cfg, &a, &err) != LMC_OK) {
+        lmc_bench_note(ctx, "resp_store_gbps", "could not set up the resp adapter");
+        lmc_bench_note(ctx, "resp_load_gbps", "could not set up the resp adapter");
+        goto out;
+    }
+    for (size_t i = 0; i < RESP_OBJ * RESP_KEYS; i++)
+        src_buf[i] = (uint8_t)(i * 131u);
+    make_keys(keys, nobj, 5000000);
+    for (size_t i = 0; i < nobj; i++) {
+        src[i] = (lmc_memory_obj){src_buf + (i % RESP_KEYS) * RESP_OBJ, RESP_OBJ, RESP_OBJ, 0};
+        dst[i] = (lmc_memory_obj){dst_buf + i * RESP_OBJ, RESP_OBJ, RESP_OBJ, 0};
+    }
+    /* One untimed round first (connections warm, Redis's allocator grown). */
+    for (int r = -1; r < ctx->repeats; r++) {
+        redis_cmd_ok(port, "FLUSHALL"); /* SET NX of a present key would write nothing */
+        double s = resp_round(a, false, keys, src);
+        double l = resp_round(a, true, keys, dst);
+        if (r >= 0) {
+            store_v[r] = s;
+            load_v[r] = l;
+        }
+    }
+    lmc_bench_report(ctx, "resp_store_gbps", lmc_bench_median(store_v, (size_t)ctx->repeats),
+                     "GB/s");
+    lmc_bench_report(ctx, "resp_load_gbps", lmc_bench_median(load_v, (size_t)ctx->repeats),
+                     "GB/s");
+out:
+    lmc_l2_adapter_destroy(a);
+    lmc_json_free(cfg);
+    free(keys);
+    free(src);
+    free(dst);
+    free(src_buf);
+    free(dst_buf);
+    stop_redis(pid);
+}
+
 int lmc_bench_group_sm(const lmc_bench_ctx *ctx)
 {
     lmc_storage_manager *sm = make_sm();
@@ -229,6 +452,11 @@ int lmc_bench_group_sm(const lmc_bench_ctx *ctx)
         v[r] = bench_cycles_2threads(sm, 0.5 * ctx->scale + 0.05);
     lmc_bench_report(ctx, "cycle_ops_per_s_2threads", lmc_bench_median(v, (size_t)reps),
                      "cycles/s");
+
+    double *v2 = calloc((size_t)reps, sizeof(double));
+    if (v2 != NULL)
+        bench_resp(ctx, v, v2);
+    free(v2);
 
     free(v);
     lmc_sm_destroy(sm);

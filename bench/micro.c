@@ -21,6 +21,10 @@ static const group groups[] = {
      lmc_bench_group_trace},
     {"replay", "trace info pass, replay loop overhead and pacing lateness",
      lmc_bench_group_replay},
+    {"server",
+     "in-process server over loopback: lookup round trip, store/retrieve GB/s, "
+     "2-client cycles, tracing cost",
+     lmc_bench_group_server},
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 

@@ -81,6 +81,17 @@ lmc_status lmc_client_lookup(lmc_client *c, const char *request_id, const uint32
                              size_t *hit_chunks, lmc_error *err);
 
 /*
+ * The lookup request alone, without polling: send it and wait for the
+ * server's reply (sent once the prefetch is submitted). The prefetch then
+ * completes asynchronously; to release its L1 locks, follow with
+ * lmc_client_free_lookup_locks (which waits for it), or poll it as
+ * lmc_client_lookup does. Measures the lookup round trip (bench/bench_server.c).
+ */
+lmc_status lmc_client_lookup_submit(lmc_client *c, const char *request_id, const uint32_t *tokens,
+                                    size_t n_tokens, size_t end, const char *cache_salt,
+                                    lmc_error *err);
+
+/*
  * retrieve [start, end) of the request's tokens into blocks (one block id
  * per tokens_per_block tokens of the range); *ok is the server's verdict.
  */

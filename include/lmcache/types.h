@@ -71,6 +71,27 @@ lmc_status lmc_object_key_make_n(lmc_object_key *key, const void *chunk_hash, si
                                  int64_t object_group_id, const char *cache_salt,
                                  size_t salt_len, lmc_error *err);
 
+/*
+ * The model_name and cache_salt of the last key made through it, already
+ * validated and interned (pointers into the intern table, valid until
+ * exit; nothing to free). Zero-initialise one per run of keys: decoders
+ * build many keys in a row that nearly always share both strings, and a
+ * hit costs a byte compare instead of a validation and a hash lookup.
+ */
+typedef struct lmc_object_key_cache {
+    const char *model_name;
+    size_t model_len;
+    const char *cache_salt;
+    size_t salt_len;
+} lmc_object_key_cache;
+
+/* lmc_object_key_make_n through a cache (NULL is fine): same key, same errors. */
+lmc_status lmc_object_key_make_cached(lmc_object_key_cache *cache, lmc_object_key *key,
+                                      const void *chunk_hash, size_t hash_len,
+                                      const char *model_name, size_t model_len, int64_t kv_rank,
+                                      int64_t object_group_id, const char *cache_salt,
+                                      size_t salt_len, lmc_error *err);
+
 /* Equality over all five fields. */
 bool lmc_object_key_equal(const lmc_object_key *a, const lmc_object_key *b);
 

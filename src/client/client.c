@@ -617,21 +617,29 @@ static lmc_status check_range(const char *what, size_t n_tokens, size_t start, s
     return LMC_OK;
 }
 
-lmc_status lmc_client_lookup(lmc_client *c, const char *request_id, const uint32_t *tokens,
-                             size_t n_tokens, size_t end, const char *cache_salt,
-                             size_t *hit_chunks, lmc_error *err)
+lmc_status lmc_client_lookup_submit(lmc_client *c, const char *request_id, const uint32_t *tokens,
+                                    size_t n_tokens, size_t end, const char *cache_salt,
+                                    lmc_error *err)
 {
     lmc_status st = check_range("lookup", n_tokens, 0, end, err);
     if (st != LMC_OK)
         return st;
-    uint64_t deadline = lmc_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
     pack_key(c, 0, request_id, tokens, n_tokens, 0, end, cache_salt, -1);
     msgpack_packer pk = payload_packer(c, 1);
     msgpack_pack_int(&pk, 1); /* tp_size (ignored by the server) */
-    if ((st = call_ignore(c, LMC_OP_LOOKUP, 2, err)) != LMC_OK)
+    return call_ignore(c, LMC_OP_LOOKUP, 2, err);
+}
+
+lmc_status lmc_client_lookup(lmc_client *c, const char *request_id, const uint32_t *tokens,
+                             size_t n_tokens, size_t end, const char *cache_salt,
+                             size_t *hit_chunks, lmc_error *err)
+{
+    uint64_t deadline = lmc_mono_ns() + (uint64_t)c->timeout_ms * 1000000ull;
+    lmc_status st = lmc_client_lookup_submit(c, request_id, tokens, n_tokens, end, cache_salt, err);
+    if (st != LMC_OK)
         return st;
     for (;;) {
-        pk = payload_packer(c, 0);
+        msgpack_packer pk = payload_packer(c, 0);
         size_t rl = strlen(request_id);
         msgpack_pack_str(&pk, rl);
         msgpack_pack_str_body(&pk, request_id, rl);

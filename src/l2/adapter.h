@@ -4,7 +4,7 @@
  * Owns: the base part of every adapter (spec/storage-manager.md section
  * 8.1): the three completion eventfds, per-adapter task ids, the completed
  * results waiting to be collected, usage accounting (total and per
- * cache_salt) and the listeners. An adapter type (fs.c, mock.c) is a module
+ * cache_salt) and the listeners. An adapter type (fs.c, mock.c, resp.c) is a module
  * behind lmc_l2_adapter_ops that only does the work: it receives tasks with
  * their ids, runs them on its own thread(s), and reports each result with
  * lmc_l2_complete_store / _lookup / _load, which record it and signal the
@@ -349,5 +349,7 @@ bool lmc_l2_fs_parse_name(const char *name, lmc_object_key *out);
 /* Registered types (defined in their own files). */
 extern const lmc_l2_adapter_ops lmc_l2_fs_ops;
 extern const lmc_l2_adapter_ops lmc_l2_mock_ops;
+/* Redis/Valkey over RESP through hiredis (resp.c). */
+extern const lmc_l2_adapter_ops lmc_l2_resp_ops;
 
 #endif

@@ -12,6 +12,7 @@
 static const lmc_l2_adapter_ops *const g_types[] = {
     &lmc_l2_fs_ops,
     &lmc_l2_mock_ops,
+    &lmc_l2_resp_ops,
 };
 
 #define N_TYPES (sizeof(g_types) / sizeof(g_types[0]))
@@ -30,5 +31,5 @@ const lmc_l2_adapter_ops *lmc_l2_find_type(const char *type)
 const char *lmc_l2_type_names(void)
 {
     /* Kept in step with g_types by the registry test. */
-    return "fs, mock";
+    return "fs, mock, resp";
 }

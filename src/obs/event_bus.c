@@ -66,12 +66,22 @@
  *    into cold lines cost ~200 ns here, into warm ones ~60 ns.
  *  - Sleeping without losing a wake-up: the consumer stores its state
  *    (DOZING or ASLEEP), then re-reads the commit word at its tail; a
- *    publisher stores its commit word, then reads the state (all seq_cst).
- *    In the single total order of seq_cst operations one of the two sees
- *    the other. A dozing consumer looks again within DOZE_NS by itself, so
- *    publishers leave it alone unless the ring is half full; an ASLEEP one
- *    is woken (futex) by the next commit. Under steady load the consumer
- *    only dozes, and no publisher makes a syscall.
+ *    publisher stores its commit word, then reads the state. Each side
+ *    needs its store ordered before its load (a Dekker handshake). The
+ *    consumer's side is a seq_cst store, plus, before it sleeps deeply, a
+ *    process-wide barrier (membarrier(2), PRIVATE_EXPEDITED): every
+ *    running publisher executes a full fence, so a commit still in a
+ *    publisher's store buffer becomes visible to the consumer's re-read.
+ *    That lets a publisher commit with a plain release store and no fence
+ *    of its own (an xchg that drains the store buffer of the whole payload
+ *    cost ~30 ns a call here), the membarrier being paid at most once per
+ *    idle spell. A dozing consumer gets no barrier: a publisher may then
+ *    miss its state, which costs nothing, since a dozing consumer looks
+ *    again within DOZE_NS by itself (publishers leave it alone unless the
+ *    ring is half full anyway); an ASLEEP one is woken (futex) by the next
+ *    commit. Where membarrier is unavailable, publishers commit with a
+ *    seq_cst store (the fence on their side). Under steady load the
+ *    consumer only dozes, and no publisher makes a syscall.
  *  - stop sets the closed bit in head with one atomic OR, so every claim
  *    either happened before it (and the final drain delivers it) or fails
  *    (and is counted as dropped): nothing is lost silently.
@@ -80,6 +90,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdalign.h>
@@ -164,6 +175,12 @@ struct lmc_event_bus {
     uint32_t qmask;
     uint32_t rewind_min; /* rewind only from this slot index on */
     size_t map_bytes;
+    /* A (CLOCK_MONOTONIC, CLOCK_REALTIME) pair sampled at create, from which
+     * reserve_mono derives an event's wall-clock timestamp. */
+    uint64_t base_mono_ns;
+    double base_wall_s;
+    /* membarrier is registered: publishers commit without a fence (see the top). */
+    bool asym_fence;
 
     /* Publishers: the claim word (the one contended atomic). */
     alignas(64) _Atomic uint64_t head;
@@ -377,6 +394,12 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
      * events on a shared host.) A rewind costs a second atomic (on tail)
      * and happens at most once per batch. */
     bus->rewind_min = cfg->no_rewind ? UINT32_MAX : REWIND_MIN_SLOTS;
+    /* The wall clock read between two monotonic ones: pairing it with their
+     * midpoint halves the error of the derived timestamps. */
+    uint64_t m0 = lmc_mono_ns();
+    bus->base_wall_s = lmc_wall_s();
+    uint64_t m1 = lmc_mono_ns();
+    bus->base_mono_ns = m0 + (m1 - m0) / 2;
     atomic_init(&bus->head, 0);
     atomic_init(&bus->tail, 0);
     atomic_init(&bus->sleeping, 0);
@@ -411,6 +434,9 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
         }
         bus->ring = m;
         bus->commit = (_Atomic uint64_t *)(void *)((unsigned char *)m + ring_bytes);
+        /* Registration is per process and idempotent. */
+        bus->asym_fence =
+            syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     }
     *out = bus;
     return LMC_OK;
@@ -501,7 +527,9 @@ out:
 /* Publishing                                                             */
 /* ---------------------------------------------------------------------- */
 
-bool lmc_event_bus_reserve(lmc_event_bus *bus, uint32_t type, size_t len, lmc_event_reservation *r)
+/* reserve and reserve_mono: claim the slots, then stamp the header with ts. */
+static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, double ts,
+                              lmc_event_reservation *r)
 {
     r->bus = NULL;
     r->pos = 0;
@@ -570,12 +598,31 @@ bool lmc_event_bus_reserve(lmc_event_bus *bus, uint32_t type, size_t len, lmc_ev
     }
 
     r->seq = word_seq(h);
-    ev_hdr hdr = {.type = type, .len = (uint32_t)len, .ts = lmc_wall_s()};
+    ev_hdr hdr = {.type = type, .len = (uint32_t)len, .ts = ts};
     memcpy(slot_ptr(bus, pos), &hdr, sizeof(hdr));
     r->bus = bus;
     r->pos = pos;
     r->len = len;
     return true;
+}
+
+bool lmc_event_bus_reserve(lmc_event_bus *bus, uint32_t type, size_t len, lmc_event_reservation *r)
+{
+    /* The wall clock is read before the claim, so a disabled bus or a drop
+     * costs it too; it keeps the claim-to-commit window short. */
+    return reserve_at(bus, type, len, bus->enabled ? lmc_wall_s() : 0.0, r);
+}
+
+double lmc_event_bus_wall_from_mono(const lmc_event_bus *bus, uint64_t mono_ns)
+{
+    /* Signed: a sample taken just before create lies before the base. */
+    return bus->base_wall_s + (double)(int64_t)(mono_ns - bus->base_mono_ns) * 1e-9;
+}
+
+bool lmc_event_bus_reserve_mono(lmc_event_bus *bus, uint32_t type, size_t len, uint64_t mono_ns,
+                                lmc_event_reservation *r)
+{
+    return reserve_at(bus, type, len, lmc_event_bus_wall_from_mono(bus, mono_ns), r);
 }
 
 /* Copy n bytes to payload offset `off` of the event at pos, wrapping at the ring end. */
@@ -622,9 +669,17 @@ void lmc_event_bus_commit(lmc_event_reservation *r)
         return;
     if (r->written < r->len) /* deliver zeros, never an earlier event's bytes */
         ring_zero(bus, (uint32_t)r->pos, r->written, r->len - r->written);
-    /* seq_cst: a release for the header and payload, and one half of the
-     * sleep/wake handshake (see the top of the file). */
-    atomic_store(&bus->commit[r->seq & bus->qmask], commit_word(r->seq, (uint32_t)r->pos));
+    /* A release for the header and payload, and the publisher's half of
+     * the sleep/wake handshake (see the top of the file): with the
+     * consumer's membarrier, no fence here; without it, seq_cst. */
+    _Atomic uint64_t *cw = &bus->commit[r->seq & bus->qmask];
+    uint64_t w = commit_word(r->seq, (uint32_t)r->pos);
+    if (bus->asym_fence) {
+        atomic_store_explicit(cw, w, memory_order_release);
+        atomic_signal_fence(memory_order_seq_cst); /* the load of the state stays after it */
+    } else {
+        atomic_store(cw, w);
+    }
     wake_consumer(bus, r->urgent);
     r->bus = NULL;
 }
@@ -782,10 +837,14 @@ static void drain_final(lmc_event_bus *bus)
  * or stop was asked. Returns whether an event is ready. */
 static bool nap(lmc_event_bus *bus, uint32_t state, long ns)
 {
-    /* Announce the state, then look once more (seq_cst on both sides, see
-     * the top of the file): a publisher that commits after our look sees
-     * the state and, if it must, wakes us. */
+    /* Announce the state, then look once more (see the top of the file):
+     * a publisher that commits after our look sees the state and, if it
+     * must, wakes us. Before a deep sleep, the barrier makes every commit
+     * that a publisher made before reading our old state visible to the
+     * look. */
     atomic_store(&bus->sleeping, state);
+    if (state == ASLEEP && bus->asym_fence)
+        (void)syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
     bool ready = commit_at_tail(bus) != 0;
     if (!ready && !atomic_load(&bus->stop_req)) {
         futex_wait_timeout(&bus->sleeping, state, ns);

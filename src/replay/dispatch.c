@@ -262,9 +262,14 @@ static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
     return LMC_OK;
 }
 
-/* Copy the "keys" argument (a list, tuple or set of ObjectKeys) into ctx->keys. */
-static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec, size_t *n,
-                           lmc_error *err)
+/*
+ * The "keys" argument (a list, tuple or set of ObjectKeys) as one array:
+ * the decoder's own array when the items point into one in order (what
+ * the reader's fast path produces), else a copy in ctx->keys. Valid until
+ * the next record is read.
+ */
+static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                           const lmc_object_key **keys, size_t *n, lmc_error *err)
 {
     const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "keys");
     if (a == NULL)
@@ -273,14 +278,24 @@ static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec, siz
     if (v->kind != LMC_TV_LIST && v->kind != LMC_TV_TUPLE && v->kind != LMC_TV_SET)
         return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'keys' is not a list",
                              rec->qualname);
+    /* The per-key result arrays are needed either way. */
     lmc_status st = ensure_scratch(ctx, v->u.list.n, err);
     if (st != LMC_OK)
         return st;
+    const lmc_tv *items = v->u.list.items;
+    bool contiguous = true;
     for (size_t i = 0; i < v->u.list.n; i++) {
-        if (v->u.list.items[i].kind != LMC_TV_OBJECT_KEY)
+        if (items[i].kind != LMC_TV_OBJECT_KEY)
             return lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys[%zu] is not an ObjectKey",
                                  rec->qualname, i);
-        ctx->keys[i] = *v->u.list.items[i].u.key;
+        contiguous = contiguous && items[i].u.key == items[0].u.key + i;
+    }
+    if (v->u.list.n > 0 && contiguous) {
+        *keys = items[0].u.key;
+    } else {
+        for (size_t i = 0; i < v->u.list.n; i++)
+            ctx->keys[i] = *items[i].u.key;
+        *keys = ctx->keys;
     }
     *n = v->u.list.n;
     return LMC_OK;
@@ -323,8 +338,9 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
                                     lmc_error *err)
 {
     size_t n;
+    const lmc_object_key *keys;
     const lmc_layout_desc *layout;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_layout(rec, &layout, err);
     if (st != LMC_OK)
@@ -339,7 +355,7 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
         if (st != LMC_OK)
             return lmc_error_prefix(err, "%s", rec->qualname);
     }
-    lmc_sm_reserve_write(ctx->sm, ctx->keys, n, layout, mode, ctx->errs, ctx->objs);
+    lmc_sm_reserve_write(ctx->sm, keys, n, layout, mode, ctx->errs, ctx->objs);
     /* The trace carries no KV bytes: what replay writes is zeros. */
     for (size_t i = 0; i < n; i++) {
         if (ctx->errs[i] == LMC_L1_SUCCESS)
@@ -352,10 +368,11 @@ lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *
                                    lmc_error *err)
 {
     size_t n;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    const lmc_object_key *keys;
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
-    lmc_sm_finish_write(ctx->sm, ctx->keys, n, ctx->errs);
+    lmc_sm_finish_write(ctx->sm, keys, n, ctx->errs);
     return LMC_OK;
 }
 
@@ -381,10 +398,11 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
                                       lmc_error *err)
 {
     size_t n;
+    const lmc_object_key *keys;
     const lmc_layout_desc *layout;
     uint32_t extra;
     lmc_trim_policy policy;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_layout(rec, &layout, err);
     if (st == LMC_OK)
@@ -409,7 +427,7 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
         ctx->cap_prefetches = cap;
     }
     lmc_prefetch_handle h;
-    st = lmc_sm_submit_prefetch_task(ctx->sm, ctx->keys, n, layout, extra, ext, policy, &h, err);
+    st = lmc_sm_submit_prefetch_task(ctx->sm, keys, n, layout, extra, ext, policy, &h, err);
     if (st != LMC_OK)
         return st;
     /*
@@ -430,13 +448,14 @@ lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *r
                                   lmc_error *err)
 {
     size_t n;
+    const lmc_object_key *keys;
     uint32_t extra;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_extra_count(rec, &extra, err);
     if (st != LMC_OK)
         return st;
-    lmc_sm_finish_read_prefetched(ctx->sm, ctx->keys, n, extra, ctx->errs);
+    lmc_sm_finish_read_prefetched(ctx->sm, keys, n, extra, ctx->errs);
     return LMC_OK;
 }
 
@@ -464,18 +483,19 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
                                  lmc_error *err)
 {
     size_t n;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    const lmc_object_key *keys;
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     open_read *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
-    st = lmc_sm_read_prefetched_enter(ctx->sm, ctx->keys, n, &o->read);
+    st = lmc_sm_read_prefetched_enter(ctx->sm, keys, n, &o->read);
     if (st != LMC_OK) {
         free(o);
         return lmc_error_set(err, st, "%s: out of memory", rec->qualname);
     }
-    o->tuple_hash = tuple_hash(ctx->keys, n);
+    o->tuple_hash = tuple_hash(keys, n);
     if (ctx->reads_tail)
         ctx->reads_tail->next = o;
     else
@@ -489,13 +509,14 @@ lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec
                                 lmc_error *err)
 {
     size_t n;
-    lmc_status st = get_keys(ctx, rec, &n, err);
+    const lmc_object_key *keys;
+    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
-    uint64_t h = tuple_hash(ctx->keys, n);
+    uint64_t h = tuple_hash(keys, n);
     /* The oldest open context with the same key tuple (FIFO per tuple). */
     open_read *prev = NULL, *o = ctx->reads_head;
-    while (o != NULL && !(o->tuple_hash == h && same_tuple(&o->read, ctx->keys, n))) {
+    while (o != NULL && !(o->tuple_hash == h && same_tuple(&o->read, keys, n))) {
         prev = o;
         o = o->next;
     }

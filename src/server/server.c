@@ -1165,6 +1165,20 @@ static void accept_request(lmc_server *s)
         job_free(j);
         return;
     }
+    /*
+     * Short requests run right here on the loop thread: a hand-off to a
+     * worker and back costs two thread wake-ups, more than the work itself.
+     * Only the ones that copy KV data or may wait go to the workers.
+     */
+    lmc_op op = j->n > 2 ? lmc_op_from_frame(zmq_msg_data(&j->frames[2]),
+                                              zmq_msg_size(&j->frames[2]))
+                         : LMC_OP_INVALID;
+    if (op != LMC_OP_STORE && op != LMC_OP_RETRIEVE && op != LMC_OP_FREE_LOOKUP_LOCKS &&
+        op != LMC_OP_INVALID) {
+        run_job(s, s->router, j);
+        job_free(j);
+        return;
+    }
     pthread_mutex_lock(&s->q_mu);
     if (s->q_tail)
         s->q_tail->next = j;

@@ -66,11 +66,20 @@ static size_t pad8(size_t n)
     return (n + 7) & ~(size_t)7;
 }
 
+/* The header, shapes and dtypes of the largest layout, and the padding. */
+#define HEAD_MAX                                                                                   \
+    (sizeof(wire_hdr) + LMC_LAYOUT_MAX_TENSORS * (sizeof(lmc_shape) + sizeof(int32_t)) + 8)
+
 static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
                     const lmc_layout_desc *layout, int mode, uint32_t extra_count,
                     const char *ext, int policy)
 {
-    /* Sampled here, on the caller thread, so t_mono is the call's time. */
+    /*
+     * Sampled here, on the caller thread, so t_mono is the call's time. It
+     * is the only clock read: the bus derives the event's wall-clock stamp
+     * from it (lmc_event_bus_reserve_mono), where LMCache reads time.time()
+     * at publish. The two agree up to wall-clock adjustments during the run.
+     */
     uint64_t t = lmc_mono_ns();
     lmc_event_bus *bus = atomic_load_explicit(&g_bus, memory_order_acquire);
     if (bus == NULL)
@@ -82,9 +91,9 @@ static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
     size_t head = sizeof(wire_hdr) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + ext_len;
     size_t len = pad8(head) + n * sizeof(lmc_object_key);
 
-    lmc_event_reservation r;
-    if (!lmc_event_bus_reserve(bus, LMC_EVENT_TRACE_CALL, len, &r))
-        return; /* full: counted by the bus */
+    /* Everything but the external request id and the keys is laid out on
+     * the stack first, so the ring sees two or three straight copies. */
+    _Alignas(8) uint8_t buf[HEAD_MAX];
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
                   .t_mono_ns = t,
@@ -93,19 +102,32 @@ static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
                   .policy = policy,
                   .layout_count = layout ? (lc ? lc : UINT32_MAX) : 0,
                   .ext_len = (uint32_t)ext_len};
-    lmc_event_bus_write(&r, &h, sizeof(h));
+    memcpy(buf, &h, sizeof(h));
+    size_t at = sizeof(h);
     if (lc > 0) {
-        lmc_event_bus_write(&r, layout->shapes, lc * sizeof(lmc_shape));
-        int32_t dt[LMC_LAYOUT_MAX_TENSORS];
-        for (uint32_t i = 0; i < lc; i++)
-            dt[i] = (int32_t)layout->dtypes[i];
-        lmc_event_bus_write(&r, dt, lc * sizeof(int32_t));
+        memcpy(buf + at, layout->shapes, lc * sizeof(lmc_shape));
+        at += lc * sizeof(lmc_shape);
+        for (uint32_t i = 0; i < lc; i++) {
+            int32_t dt = (int32_t)layout->dtypes[i];
+            memcpy(buf + at, &dt, sizeof(dt));
+            at += sizeof(dt);
+        }
     }
-    if (ext_len > 0)
+    size_t pad = pad8(head) - head;
+    if (ext_len == 0) { /* the padding goes with the rest of the head */
+        memset(buf + at, 0, pad);
+        at += pad;
+    }
+
+    lmc_event_reservation r;
+    if (!lmc_event_bus_reserve_mono(bus, LMC_EVENT_TRACE_CALL, len, t, &r))
+        return; /* full: counted by the bus */
+    lmc_event_bus_write(&r, buf, at);
+    if (ext_len > 0) {
+        static const uint8_t zeros[8] = {0};
         lmc_event_bus_write(&r, ext, ext_len);
-    static const uint8_t zeros[8] = {0};
-    if (pad8(head) > head)
-        lmc_event_bus_write(&r, zeros, pad8(head) - head);
+        lmc_event_bus_write(&r, zeros, pad);
+    }
     if (n > 0)
         lmc_event_bus_write(&r, keys, n * sizeof(lmc_object_key));
     lmc_event_bus_commit(&r);

@@ -1009,6 +1009,93 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
     }
 }
 
+/*
+ * The keys of a record's "keys" list, the hottest value there is: the
+ * same bytes as wrap_codec + enc_object_key per key (one encode_value
+ * each), but gathered in a stack buffer and handed to the packer a few KiB
+ * at a time. The constant runs (wrapper, map header, field names) are one
+ * memcpy each, and the string lengths are looked up once per distinct
+ * interned pointer (the keys of one call share their model and salt).
+ * Returns false, having written nothing, when the items are not all
+ * non-NULL ObjectKeys or the depth limit is near: the caller then takes
+ * the general path, which reports any error.
+ */
+#define KEYS_BUF 8192
+
+static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, lmc_status *st,
+                             lmc_error *err)
+{
+    const lmc_codec *c = lmc_codec_for_kind(LMC_TV_OBJECT_KEY);
+    if (c == NULL || c->encode != enc_object_key || t_depth + 1 >= MAX_DEPTH)
+        return false;
+    size_t ci = (size_t)(c - g_codecs);
+    if (g_wrap_len[ci] == 0)
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (items[i].kind != LMC_TV_OBJECT_KEY || items[i].u.key == NULL)
+            return false;
+
+    /* wrapper, {"chunk_hash": bin8 header (the length follows) */
+    uint8_t pre[WRAP_MAX + 16];
+    memcpy(pre, g_wrap[ci], g_wrap_len[ci]);
+    uint8_t *q = pre + g_wrap_len[ci];
+    *q++ = 0x85;
+    q = W_NAME(q, "chunk_hash");
+    *q++ = 0xc4;
+    size_t pre_len = (size_t)(q - pre);
+
+    uint8_t buf[KEYS_BUF];
+    uint8_t *p = buf;
+    const char *model = NULL, *salt = NULL;
+    size_t model_len = 0, salt_len = 0;
+    for (size_t i = 0; i < n; i++) {
+        const lmc_object_key *k = items[i].u.key;
+        const char *m = k->model_name != NULL ? k->model_name : "";
+        const char *sa = k->cache_salt != NULL ? k->cache_salt : "";
+        if (m != model) {
+            model = m;
+            model_len = strlen(m);
+        }
+        if (sa != salt) {
+            salt = sa;
+            salt_len = strlen(sa);
+        }
+        size_t hash_len = k->chunk_hash_len <= LMC_CHUNK_HASH_MAX ? k->chunk_hash_len : 0;
+        /* Fixed bytes: prefix, 4 names (~48), 2 ints (18), 2 str headers (10). */
+        size_t need = pre_len + 1 + hash_len + model_len + salt_len + 96;
+        if (need > (size_t)(buf + sizeof(buf) - p) && p > buf) {
+            if (pack_raw(pk, buf, (size_t)(p - buf)) != 0)
+                goto nomem;
+            p = buf;
+        }
+        if (need > sizeof(buf)) { /* long strings: the general path for this one */
+            if ((*st = lmc_codec_encode_value(pk, &items[i], err)) != LMC_OK)
+                return true;
+            continue;
+        }
+        memcpy(p, pre, pre_len);
+        p += pre_len;
+        *p++ = (uint8_t)hash_len;
+        memcpy(p, k->chunk_hash, hash_len);
+        p += hash_len;
+        p = W_NAME(p, "model_name");
+        p = w_str(p, model, model_len);
+        p = W_NAME(p, "kv_rank");
+        p = w_int(p, k->kv_rank);
+        p = W_NAME(p, "object_group_id");
+        p = w_int(p, k->object_group_id);
+        p = W_NAME(p, "cache_salt");
+        p = w_str(p, salt, salt_len);
+    }
+    if (p > buf && pack_raw(pk, buf, (size_t)(p - buf)) != 0)
+        goto nomem;
+    *st = LMC_OK;
+    return true;
+nomem:
+    *st = pack_failed(err);
+    return true;
+}
+
 /* The items of a list, tuple or set as a msgpack array. */
 static lmc_status encode_items(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
 {
@@ -1018,6 +1105,9 @@ static lmc_status encode_items(msgpack_packer *pk, const lmc_tv *v, lmc_error *e
     if ((st = check_len(v->u.list.n, "a list", err)) != LMC_OK)
         return st;
     PK(msgpack_pack_array(pk, v->u.list.n));
+    if (v->u.list.n > 0 && v->u.list.items[0].kind == LMC_TV_OBJECT_KEY &&
+        encode_key_items(pk, v->u.list.items, v->u.list.n, &st, err))
+        return st;
     for (size_t i = 0; i < v->u.list.n; i++) {
         if ((st = lmc_codec_encode_value(pk, &v->u.list.items[i], err)) != LMC_OK)
             return st;

@@ -17,8 +17,12 @@
  *  - speed: msgpack_unpack_next of a 16-key reserve_write record (2.5 KB)
  *    takes ~3.3 us on the reference machine (zone malloc/free and ~250
  *    objects), more than the whole replay budget per record (2 us).
- * Instead a small bounds-checked cursor (mp_next) parses the body into the
- * same msgpack_object tree msgpack-c would build, with the arrays taken
+ * Records of the recorder's own shape take a fast path first (fast_record,
+ * below): keys are decoded straight from the bytes into one contiguous
+ * array, and anything unusual falls back to the general path described
+ * here, which gives every error its message.
+ * The general path: a small bounds-checked cursor (mp_next) parses the body
+ * into the same msgpack_object tree msgpack-c would build, with the arrays taken
  * from the caller's arena: every length and count is checked against the
  * bytes actually left before anything is allocated, and nesting is capped
  * at msgpack-c's own limit (32). The codecs then work on msgpack_objects
@@ -981,10 +985,360 @@ nomem:
     return lmc_error_set(err, LMC_ERR_NOMEM, "Record: out of memory while encoding");
 }
 
+/*
+ * The fast path. Every record the recorder writes has one shape: a map of
+ * "type", "t_mono", "t_wall", "qualname" and "args", whose "keys" argument
+ * is a list of ObjectKeys, each {"__t__": "ObjectKey", "v": {chunk_hash,
+ * model_name, kv_rank, object_group_id, cache_salt}}. fast_record decodes
+ * that shape straight from the bytes: no msgpack_object tree for the keys,
+ * all of a list's keys in one contiguous lmc_object_key array (the items
+ * point into it in order, so a replay hands the array to the
+ * StorageManager without copying), and the key strings validated and
+ * interned once per run of equal strings (lmc_object_key_make_cached).
+ * Other argument values go through the general path one at a time
+ * (mp_parse at the depth the whole-body parse would use, then the codecs).
+ *
+ * It declines -- returns false -- on anything else: another shape, a
+ * duplicate or unknown field, any error at all. The caller then decodes the
+ * body from scratch with the general path, which reports every error with
+ * its usual message. So the fast path only has to be right about what it
+ * accepts, and it accepts a body only when the general path would decode it
+ * to the same record: every byte walked and checked by mp_next/mp_parse,
+ * nothing trailing, each value converted by the same rules.
+ */
+
+/* {"__t__": "ObjectKey", "v": -- the codec's canonical wrapper of every key. */
+static const uint8_t KEY_WRAP[] = {0x82, 0xa5, '_', '_', 't', '_', '_', 0xa9, 'O', 'b',
+                                   'j',  'e',  'c', 't', 'K', 'e', 'y', 0xa1, 'v'};
+/*
+ * A canonical key is at least 54 bytes (the wrapper, a map header, three
+ * required fields); a list is tried only when this many bytes per item are
+ * left, which keeps its arrays within a small multiple of the body.
+ */
+#define KEY_MIN_BYTES 32
+
+/* The depth the whole-body parse gives an argument value (root 0, args 1). */
+#define ARG_DEPTH 2
+
+static bool mp_int64(const mp_item *it, int64_t *out)
+{
+    if (it->type == MP_UINT && it->v.u <= (uint64_t)INT64_MAX) {
+        *out = (int64_t)it->v.u;
+        return true;
+    }
+    if (it->type == MP_INT) {
+        *out = it->v.i;
+        return true;
+    }
+    return false;
+}
+
+static bool mp_double(const mp_item *it, double *out)
+{
+    switch (it->type) {
+    case MP_FLOAT:
+        *out = it->v.f;
+        return true;
+    case MP_UINT:
+        *out = (double)it->v.u;
+        return true;
+    case MP_INT:
+        *out = (double)it->v.i;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* mp_next, with the short forms keys are made of read inline. */
+static inline __attribute__((always_inline)) mp_result mp_next_inline(mp_cur *c, mp_item *it)
+{
+    if (c->p < c->end) {
+        const uint8_t b = *c->p;
+        if (b <= 0x7f) {
+            c->p++;
+            it->type = MP_UINT;
+            it->v.u = b;
+            return MP_OK;
+        }
+        if ((b & 0xe0) == 0xa0 && (size_t)(c->end - c->p) > (size_t)(b & 0x1f)) {
+            it->type = MP_STR;
+            it->v.s.ptr = (const char *)c->p + 1;
+            it->v.s.len = b & 0x1f;
+            c->p += 1 + (b & 0x1f);
+            return MP_OK;
+        }
+        if (b == 0xc4 && (size_t)(c->end - c->p) >= 2 &&
+            (size_t)(c->end - c->p) - 2 >= (size_t)c->p[1]) {
+            it->type = MP_BIN;
+            it->v.s.ptr = (const char *)c->p + 2;
+            it->v.s.len = c->p[1];
+            c->p += 2 + (size_t)c->p[1];
+            return MP_OK;
+        }
+        if (b == 0xce && (size_t)(c->end - c->p) >= 5) {
+            it->type = MP_UINT;
+            it->v.u = lmc_get_be32(c->p + 1);
+            c->p += 5;
+            return MP_OK;
+        }
+    }
+    return mp_next(c, it);
+}
+
+static inline bool same8(const void *a, const void *b)
+{
+    uint64_t x, y;
+    memcpy(&x, a, 8);
+    memcpy(&y, b, 8);
+    return x == y;
+}
+
+/*
+ * Consume the n bytes (n >= 8) at lit if they come next. Compared a word at
+ * a time (the last word overlapping): with n a constant this is a few
+ * loads, where memcmp was a library call per field name.
+ */
+static inline bool take(mp_cur *c, const void *lit, size_t n)
+{
+    const uint8_t *l = lit;
+    if ((size_t)(c->end - c->p) < n)
+        return false;
+    for (size_t i = 0; i + 8 < n; i += 8) {
+        if (!same8(c->p + i, l + i))
+            return false;
+    }
+    if (!same8(c->p + n - 8, l + n - 8))
+        return false;
+    c->p += n;
+    return true;
+}
+
+typedef struct key_fields {
+    mp_item hash, model, salt;
+    int64_t rank, group;
+    bool has_group, has_salt;
+} key_fields;
+
+/*
+ * The payload exactly as the codec writes it: a fixmap of five fields in
+ * declaration order, each name a fixstr (the octal escapes are the map and
+ * str headers: 0x85, 0xaa, 0xa7, 0xaf).
+ */
+static bool key_fields_in_order(mp_cur *c, key_fields *f)
+{
+    mp_item r, g;
+    if (!take(c, "\205\252chunk_hash", 12) || mp_next_inline(c, &f->hash) != MP_OK ||
+        f->hash.type != MP_BIN || !take(c, "\252model_name", 11) ||
+        mp_next_inline(c, &f->model) != MP_OK || f->model.type != MP_STR ||
+        !take(c, "\247kv_rank", 8) || mp_next_inline(c, &r) != MP_OK || !mp_int64(&r, &f->rank) ||
+        !take(c, "\257object_group_id", 16) || mp_next_inline(c, &g) != MP_OK ||
+        !mp_int64(&g, &f->group) || !take(c, "\252cache_salt", 11) ||
+        mp_next_inline(c, &f->salt) != MP_OK || f->salt.type != MP_STR)
+        return false;
+    f->has_group = f->has_salt = true;
+    return true;
+}
+
+/* Any order, optional fields left out; no unknown or repeated field. */
+static bool key_fields_any_order(mp_cur *c, key_fields *f)
+{
+    mp_item m;
+    if (mp_next(c, &m) != MP_OK || m.type != MP_MAP || m.v.n > 5)
+        return false;
+    enum { F_HASH = 1, F_MODEL = 2, F_RANK = 4, F_GROUP = 8, F_SALT = 16 };
+    unsigned seen = 0;
+    for (uint32_t i = 0; i < m.v.n; i++) {
+        mp_item k, v;
+        if (mp_next_inline(c, &k) != MP_OK || k.type != MP_STR || mp_next_inline(c, &v) != MP_OK)
+            return false;
+        unsigned bit;
+        bool ok;
+        if (str_is(k.v.s.ptr, k.v.s.len, "chunk_hash")) {
+            bit = F_HASH;
+            ok = v.type == MP_BIN;
+            f->hash = v;
+        } else if (str_is(k.v.s.ptr, k.v.s.len, "model_name")) {
+            bit = F_MODEL;
+            ok = v.type == MP_STR;
+            f->model = v;
+        } else if (str_is(k.v.s.ptr, k.v.s.len, "kv_rank")) {
+            bit = F_RANK;
+            ok = mp_int64(&v, &f->rank);
+        } else if (str_is(k.v.s.ptr, k.v.s.len, "object_group_id")) {
+            bit = F_GROUP;
+            ok = mp_int64(&v, &f->group);
+        } else if (str_is(k.v.s.ptr, k.v.s.len, "cache_salt")) {
+            bit = F_SALT;
+            ok = v.type == MP_STR;
+            f->salt = v;
+        } else {
+            return false;
+        }
+        if (!ok || (seen & bit))
+            return false;
+        seen |= bit;
+    }
+    f->has_group = seen & F_GROUP;
+    f->has_salt = seen & F_SALT;
+    return (seen & (F_HASH | F_MODEL | F_RANK)) == (F_HASH | F_MODEL | F_RANK);
+}
+
+/* One ObjectKey under the canonical wrapper, by dec_object_key's rules. */
+static bool fast_key(mp_cur *c, lmc_object_key *k, lmc_object_key_cache *kc)
+{
+    if (!take(c, KEY_WRAP, sizeof(KEY_WRAP)))
+        return false;
+    const uint8_t *payload = c->p;
+    key_fields f;
+    if (!key_fields_in_order(c, &f)) {
+        c->p = payload;
+        memset(&f, 0, sizeof(f));
+        if (!key_fields_any_order(c, &f))
+            return false;
+    }
+    return lmc_object_key_make_cached(kc, k, f.hash.v.s.ptr, f.hash.v.s.len, f.model.v.s.ptr,
+                                      f.model.v.s.len, f.rank, f.has_group ? f.group : 0,
+                                      f.has_salt ? f.salt.v.s.ptr : "",
+                                      f.has_salt ? f.salt.v.s.len : 0, NULL) == LMC_OK;
+}
+
+/* A list of n canonical ObjectKeys; the cursor is past the array header. */
+static bool fast_key_list(mp_cur *c, uint32_t n, lmc_arena *a, lmc_tv *out,
+                          lmc_object_key_cache *kc)
+{
+    if ((uint64_t)n * KEY_MIN_BYTES > (uint64_t)(c->end - c->p))
+        return false;
+    lmc_object_key *keys = lmc_arena_alloc(a, (size_t)n * sizeof(*keys));
+    lmc_tv *items = lmc_arena_alloc(a, (size_t)n * sizeof(*items));
+    if (keys == NULL || items == NULL)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        if (!fast_key(c, &keys[i], kc))
+            return false;
+        memset(&items[i], 0, sizeof(items[i]));
+        items[i].kind = LMC_TV_OBJECT_KEY;
+        items[i].u.key = &keys[i];
+    }
+    memset(out, 0, sizeof(*out));
+    out->kind = LMC_TV_LIST;
+    out->u.list.items = items;
+    out->u.list.n = n;
+    return true;
+}
+
+/* One argument value: a list of keys directly, anything else through the codecs. */
+static bool fast_value(mp_cur *c, lmc_arena *a, lmc_tv *out, lmc_object_key_cache *kc)
+{
+    const uint8_t *at = c->p;
+    mp_item it;
+    if (c->p < c->end && ((*c->p & 0xf0) == 0x90 || *c->p == 0xdc || *c->p == 0xdd) &&
+        mp_next(c, &it) == MP_OK && it.v.n > 0 && (size_t)(c->end - c->p) >= sizeof(KEY_WRAP) &&
+        memcmp(c->p, KEY_WRAP, sizeof(KEY_WRAP)) == 0)
+        return fast_key_list(c, it.v.n, a, out, kc);
+    c->p = at;
+    msgpack_object o;
+    bool nomem = false;
+    if (mp_parse(c, a, &o, ARG_DEPTH, &nomem) != MP_OK)
+        return false;
+    return lmc_codec_decode_value(&o, a, out, NULL) == LMC_OK;
+}
+
+static bool fast_args(mp_cur *c, lmc_arena *a, lmc_trace_record *rec)
+{
+    mp_item m;
+    if (mp_next(c, &m) != MP_OK || m.type != MP_MAP ||
+        2 * (uint64_t)m.v.n > (uint64_t)(c->end - c->p))
+        return false;
+    lmc_trace_arg *args = m.v.n > 0 ? lmc_arena_alloc(a, (size_t)m.v.n * sizeof(*args)) : NULL;
+    if (m.v.n > 0 && args == NULL)
+        return false;
+    lmc_object_key_cache kc = {0};
+    for (uint32_t i = 0; i < m.v.n; i++) {
+        mp_item k;
+        if (mp_next(c, &k) != MP_OK || k.type != MP_STR)
+            return false;
+        char *name = lmc_arena_alloc(a, (size_t)k.v.s.len + 1);
+        if (name == NULL)
+            return false;
+        if (k.v.s.len > 0)
+            memcpy(name, k.v.s.ptr, k.v.s.len);
+        name[k.v.s.len] = '\0';
+        args[i].name = name;
+        args[i].name_len = k.v.s.len;
+        if (!fast_value(c, a, &args[i].value, &kc))
+            return false;
+    }
+    rec->args = args;
+    rec->nargs = m.v.n;
+    return true;
+}
+
+static bool fast_record(const void *body, size_t len, lmc_arena *a, lmc_trace_record *rec)
+{
+    mp_cur c = {body, (const uint8_t *)body + len, body};
+    mp_item m;
+    if (mp_next(&c, &m) != MP_OK || m.type != MP_MAP)
+        return false;
+    enum { F_TYPE = 1, F_MONO = 2, F_WALL = 4, F_QUAL = 8, F_ARGS = 16 };
+    unsigned seen = 0;
+    for (uint32_t i = 0; i < m.v.n; i++) {
+        mp_item k, v;
+        if (mp_next(&c, &k) != MP_OK || k.type != MP_STR)
+            return false;
+        const char *kp = k.v.s.ptr;
+        size_t kn = k.v.s.len;
+        unsigned bit;
+        if (str_is(kp, kn, "args")) {
+            bit = F_ARGS;
+            if ((seen & bit) || !fast_args(&c, a, rec))
+                return false;
+            seen |= bit;
+            continue;
+        }
+        if (mp_next(&c, &v) != MP_OK)
+            return false;
+        bool ok;
+        if (str_is(kp, kn, "type")) {
+            bit = F_TYPE;
+            ok = v.type == MP_STR && str_is(v.v.s.ptr, v.v.s.len, "record");
+        } else if (str_is(kp, kn, "t_mono")) {
+            bit = F_MONO;
+            ok = mp_double(&v, &rec->t_mono);
+        } else if (str_is(kp, kn, "t_wall")) {
+            bit = F_WALL;
+            ok = mp_double(&v, &rec->t_wall);
+        } else if (str_is(kp, kn, "qualname")) {
+            bit = F_QUAL;
+            ok = v.type == MP_STR;
+            if (ok) {
+                char *q = lmc_arena_alloc(a, (size_t)v.v.s.len + 1);
+                if (q == NULL)
+                    return false;
+                if (v.v.s.len > 0)
+                    memcpy(q, v.v.s.ptr, v.v.s.len);
+                q[v.v.s.len] = '\0';
+                rec->qualname = q;
+                rec->qualname_len = v.v.s.len;
+            }
+        } else {
+            return false;
+        }
+        if (!ok || (seen & bit))
+            return false;
+        seen |= bit;
+    }
+    return c.p == c.end && (seen | F_TYPE) == (F_TYPE | F_MONO | F_WALL | F_QUAL | F_ARGS);
+}
+
 lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
                                    lmc_trace_record *rec, lmc_error *err)
 {
     static const char what[] = "Record";
+    memset(rec, 0, sizeof(*rec));
+    if (fast_record(body, len, a, rec))
+        return LMC_OK;
+    /* Declined: start over (what the fast path took from the arena stays until the reset). */
     memset(rec, 0, sizeof(*rec));
     msgpack_object root;
     lmc_status st = parse_body(body, len, what, a, &root, err);

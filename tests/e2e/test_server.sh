@@ -26,7 +26,7 @@ free_port() {
 start_server() { # port log trace extra-args...
     local port=$1 log=$2 trace=$3
     shift 3
-    "$LMCACHE" server --port "$port" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
+    LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$port" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
         --trace-level storage --trace-output "$trace" "$@" 2> "$log" &
     SERVER=$!
     PIDS+=("$SERVER")

@@ -18,6 +18,7 @@
 // clang-format on
 
 #include <dirent.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -443,6 +444,38 @@ static void test_timestamp_lies_between_wall_clock_before_and_after(void **state
     assert_int_equal(recorder_wait(rec, 1), 1);
     assert_true(rec->recs[0].timestamp >= before);
     assert_true(rec->recs[0].timestamp <= after);
+    lmc_event_bus_destroy(bus);
+    recorder_free(rec);
+}
+
+static void test_reserve_mono_derives_the_timestamp_from_the_monotonic_sample(void **state)
+{
+    (void)state;
+    recorder *rec = recorder_new();
+    tap t = {rec, 1};
+    lmc_event_bus *bus = bus_new(true, 0, SMALL_RING);
+    assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
+    assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
+
+    double before = lmc_wall_s();
+    uint64_t now = lmc_mono_ns();
+    lmc_event_reservation r;
+    int v = 1;
+    assert_true(lmc_event_bus_reserve_mono(bus, TYPE_A, sizeof(v), now, &r));
+    lmc_event_bus_write(&r, &v, sizeof(v));
+    lmc_event_bus_commit(&r);
+    /* A sample 1.5 s later (as if taken then) is stamped 1.5 s later. */
+    assert_true(lmc_event_bus_reserve_mono(bus, TYPE_A, sizeof(v), now + 1500000000ull, &r));
+    lmc_event_bus_write(&r, &v, sizeof(v));
+    lmc_event_bus_commit(&r);
+    double after = lmc_wall_s();
+    assert_int_equal(recorder_wait(rec, 2), 2);
+    /* Equal to a wall-clock read at `now` up to the skew of the bus's clock
+     * pair (microseconds) and any clock adjustment since create. */
+    assert_true(rec->recs[0].timestamp >= before - 0.005);
+    assert_true(rec->recs[0].timestamp <= after + 0.005);
+    assert_true(fabs(rec->recs[1].timestamp - rec->recs[0].timestamp - 1.5) < 1e-6);
+    assert_true(fabs(lmc_event_bus_wall_from_mono(bus, now) - rec->recs[0].timestamp) < 1e-9);
     lmc_event_bus_destroy(bus);
     recorder_free(rec);
 }
@@ -1151,6 +1184,7 @@ int main(void)
         cmocka_unit_test(test_late_subscriber_receives_later_events),
         cmocka_unit_test(test_dispatch_is_in_publication_order_and_by_type),
         cmocka_unit_test(test_timestamp_lies_between_wall_clock_before_and_after),
+        cmocka_unit_test(test_reserve_mono_derives_the_timestamp_from_the_monotonic_sample),
         cmocka_unit_test(test_empty_payload_is_delivered),
         cmocka_unit_test(test_payload_preserved_byte_for_byte),
         cmocka_unit_test(test_payload_that_wraps_around_the_ring_end_is_preserved),

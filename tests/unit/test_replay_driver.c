@@ -252,6 +252,42 @@ static void test_read_contexts_pair_first_in_first_out(void **state)
     lmc_sm_destroy(sm);
 }
 
+static void test_keys_scattered_in_memory_pair_like_keys_in_one_array(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 30);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    /* enter: items point into one array in order (the decoder's layout, used in place). */
+    lmc_trace_arg arg;
+    lmc_tv items[2];
+    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 2);
+    assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
+    /* exit: the same keys, each a copy somewhere else (copied into the scratch array). */
+    lmc_object_key first = k[0], second = k[1];
+    lmc_tv scattered[2] = {{.kind = LMC_TV_OBJECT_KEY, .u.key = &first},
+                           {.kind = LMC_TV_OBJECT_KEY, .u.key = &second}};
+    lmc_trace_arg exit_arg = {"keys", 4, {.kind = LMC_TV_LIST, .u.list = {scattered, 2}}};
+    lmc_trace_record exit_ = {.qualname = P "read_prefetched_results.__exit__",
+                              .qualname_len = strlen(P "read_prefetched_results.__exit__"),
+                              .args = &exit_arg,
+                              .nargs = 1};
+    /* Reversed, the tuple differs and nothing closes. */
+    scattered[0].u.key = &second;
+    scattered[1].u.key = &first;
+    assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 1);
+    scattered[0].u.key = &first;
+    scattered[1].u.key = &second;
+    assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
+    assert_int_equal(lmc_replay_ctx_open_reads(ctx), 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
 static void test_exit_without_enter_only_warns(void **state)
 {
     (void)state;
@@ -546,6 +582,7 @@ int main(void)
         cmocka_unit_test(test_dispatcher_registers_and_rejects_duplicates),
         cmocka_unit_test(test_default_dispatcher_has_exactly_the_six_qualnames),
         cmocka_unit_test(test_read_contexts_pair_first_in_first_out),
+        cmocka_unit_test(test_keys_scattered_in_memory_pair_like_keys_in_one_array),
         cmocka_unit_test(test_exit_without_enter_only_warns),
         cmocka_unit_test(test_dangling_contexts_are_closed_at_the_end),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,

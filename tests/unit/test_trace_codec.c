@@ -395,6 +395,43 @@ static void test_object_keys_inside_a_list_round_trip(void **state)
     }
 }
 
+static void test_a_list_of_object_keys_encodes_as_its_keys_one_by_one(void **state)
+{
+    (void)state;
+    /* Different models, salts, ranks (negative too) and hash lengths, so
+     * the list path's per-pointer length cache and int forms are exercised. */
+    lmc_object_key k[5] = {
+        tt_key("m", 1, 0, 0, NULL),
+        tt_key("m", 2, 300, 70000, "tenant-a"),
+        tt_key("meta-llama/Llama-3.1-8B-Instruct-with-a-long-name", 3, -5, 1, NULL),
+        tt_key("m", 4, -200, 5000000000LL, "tenant-a"),
+        tt_key("m", 5, 1, 2, ""),
+    };
+    k[4].chunk_hash_len = 32;
+    lmc_tv items[5];
+    for (int i = 0; i < 5; i++)
+        items[i] = key_tv(&k[i]);
+    lmc_tv list = list_tv(LMC_TV_LIST, items, 5);
+    msgpack_sbuffer whole;
+    tt_encode(&list, &whole);
+
+    msgpack_sbuffer each;
+    msgpack_sbuffer_init(&each);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &each, msgpack_sbuffer_write);
+    msgpack_pack_array(&pk, 5);
+    for (int i = 0; i < 5; i++) {
+        msgpack_sbuffer one;
+        tt_encode(&items[i], &one);
+        msgpack_sbuffer_write(&each, one.data, one.size);
+        msgpack_sbuffer_destroy(&one);
+    }
+    assert_int_equal(whole.size, each.size);
+    assert_memory_equal(whole.data, each.data, each.size);
+    msgpack_sbuffer_destroy(&whole);
+    msgpack_sbuffer_destroy(&each);
+}
+
 static void test_object_key_schema2_encoding_appends_cache_salt(void **state)
 {
     (void)state;
@@ -1222,6 +1259,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_object_key_with_group_and_salt_round_trips, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_object_keys_inside_a_list_round_trip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_list_of_object_keys_encodes_as_its_keys_one_by_one,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_object_key_schema2_encoding_appends_cache_salt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_object_key_spec_vector_without_salt_decodes, setup,

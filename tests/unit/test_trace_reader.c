@@ -650,6 +650,301 @@ static void test_mutated_files_never_crash_the_reader(void **state)
     msgpack_sbuffer_destroy(&sb);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Record decoding: the fast path for key lists                            */
+/* ---------------------------------------------------------------------- */
+
+/* A reserve_write-like record body of n keys (keys[i]) into a fresh sbuffer. */
+static void put_keys_record(msgpack_sbuffer *sb, const lmc_object_key *keys, size_t n)
+{
+    lmc_tv items[32];
+    assert_true(n <= 32);
+    for (size_t i = 0; i < n; i++)
+        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    lmc_trace_arg args[2] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}},
+                             {"mode", 4, lmc_tv_str("new", 3)}};
+    msgpack_sbuffer_init(sb);
+    assert_int_equal(lmc_trace_encode_record(sb, 1.5, 2.5, QUAL("reserve_write"),
+                                             strlen(QUAL("reserve_write")), args, 2, NULL),
+                     LMC_OK);
+}
+
+/* Decode the one frame in sb (skipping its length prefix). */
+static lmc_status decode_frame(const msgpack_sbuffer *sb, lmc_arena *a, lmc_trace_record *rec,
+                               lmc_error *err)
+{
+    lmc_error_clear(err);
+    return lmc_trace_decode_record(sb->data + 4, sb->size - 4, a, rec, err);
+}
+
+/* Replace the first occurrence of from (same length as to) in the buffer. */
+static void patch(msgpack_sbuffer *sb, const char *from, const char *to)
+{
+    size_t n = strlen(from);
+    assert_int_equal(strlen(to), n);
+    for (size_t i = 0; i + n <= sb->size; i++) {
+        if (memcmp(sb->data + i, from, n) == 0) {
+            memcpy(sb->data + i, to, n);
+            return;
+        }
+    }
+    fail_msg("'%s' not found in the record", from);
+}
+
+static void assert_keys_arg(const lmc_trace_record *rec, const lmc_object_key *want, size_t n)
+{
+    const lmc_trace_arg *k = lmc_trace_args_find(rec->args, rec->nargs, "keys");
+    assert_non_null(k);
+    assert_int_equal(k->value.kind, LMC_TV_LIST);
+    assert_int_equal(k->value.u.list.n, n);
+    for (size_t i = 0; i < n; i++) {
+        const lmc_tv *it = &k->value.u.list.items[i];
+        assert_int_equal(it->kind, LMC_TV_OBJECT_KEY);
+        const lmc_object_key *got = it->u.key;
+        assert_true(lmc_object_key_equal(got, &want[i]));
+        assert_int_equal(lmc_object_key_hash(got), lmc_object_key_hash(&want[i]));
+        assert_ptr_equal(got->model_name, want[i].model_name);
+        assert_ptr_equal(got->cache_salt, want[i].cache_salt);
+        /* The unused bytes are zero, as lmc_object_key_make leaves them. */
+        assert_memory_equal(got->chunk_hash, want[i].chunk_hash, LMC_CHUNK_HASH_MAX);
+        const uint8_t *pad = (const uint8_t *)&got->chunk_hash_len + 1;
+        for (size_t j = 0;
+             j < offsetof(lmc_object_key, kv_rank) - offsetof(lmc_object_key, chunk_hash_len) - 1;
+             j++)
+            assert_int_equal(pad[j], 0);
+    }
+}
+
+static void test_a_key_list_decodes_into_one_contiguous_array(void **state)
+{
+    (void)state;
+    lmc_object_key keys[16];
+    for (uint32_t i = 0; i < 16; i++)
+        keys[i] = tt_key("meta-llama/Llama-3.1-8B", 1000 + i, 0x01000100, 0, NULL);
+    msgpack_sbuffer sb;
+    put_keys_record(&sb, keys, 16);
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
+    assert_keys_arg(&rec, keys, 16);
+    const lmc_tv *items = lmc_trace_args_find(rec.args, rec.nargs, "keys")->value.u.list.items;
+    for (size_t i = 0; i < 16; i++)
+        assert_ptr_equal(items[i].u.key, items[0].u.key + i);
+    const lmc_trace_arg *mode = lmc_trace_args_find(rec.args, rec.nargs, "mode");
+    assert_int_equal(mode->value.kind, LMC_TV_STR);
+    assert_memory_equal(mode->value.u.s.ptr, "new", 3);
+    assert_string_equal(rec.qualname, QUAL("reserve_write"));
+    assert_true(rec.t_mono == 1.5 && rec.t_wall == 2.5);
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_keys_whose_model_names_and_salts_differ_in_one_list_decode(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"model-a", "model-b", "model-a",
+                                         "a-model-name-longer-than-31-bytes"};
+    static const char *const salts[] = {NULL, "tenant-1", "tenant-2", "tenant-1", "s\xc3\xa9"};
+    lmc_object_key keys[20];
+    for (uint32_t i = 0; i < 20; i++)
+        keys[i] = tt_key(models[i % 4], i, (int64_t)i - 3, i % 3, salts[i % 5]);
+    msgpack_sbuffer sb;
+    put_keys_record(&sb, keys, 20);
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
+    assert_keys_arg(&rec, keys, 20);
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_an_invalid_salt_in_the_middle_of_a_key_list_is_rejected(void **state)
+{
+    (void)state;
+    lmc_object_key keys[16];
+    for (uint32_t i = 0; i < 16; i++)
+        keys[i] = tt_key("m", i, 0, 0, i == 7 ? "tenantX" : "tenant1");
+    msgpack_sbuffer sb;
+    put_keys_record(&sb, keys, 16);
+    patch(&sb, "tenantX", "tenant@");
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_ERR_FORMAT);
+    assert_string_equal(err.msg, "argument 'keys': trace.codecs: invalid ObjectKey payload: "
+                                 "ObjectKey.cache_salt must not contain '@' (got 'tenant@')");
+    assert_null(rec.args);
+    assert_null(rec.qualname);
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_an_invalid_model_name_after_valid_ones_is_rejected(void **state)
+{
+    (void)state;
+    lmc_object_key keys[8];
+    for (uint32_t i = 0; i < 8; i++)
+        keys[i] = tt_key(i == 5 ? "mX" : "mm", i, 0, 0, NULL);
+    msgpack_sbuffer sb;
+    put_keys_record(&sb, keys, 8);
+    patch(&sb, "mX", "m@");
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_ERR_FORMAT);
+    assert_string_equal(err.msg, "argument 'keys': trace.codecs: invalid ObjectKey payload: "
+                                 "ObjectKey.model_name must not contain '@' (got 'm@')");
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_a_key_list_with_a_non_key_item_decodes_item_by_item(void **state)
+{
+    (void)state;
+    lmc_object_key k = tt_key("m", 1, 0, 0, NULL);
+    lmc_tv items[3] = {{.kind = LMC_TV_OBJECT_KEY, .u.key = &k},
+                       lmc_tv_int(7),
+                       {.kind = LMC_TV_OBJECT_KEY, .u.key = &k}};
+    lmc_trace_arg args[1] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, 3}}}};
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    assert_int_equal(lmc_trace_encode_record(&sb, 0, 0, "q", 1, args, 1, NULL), LMC_OK);
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
+    const lmc_tv *v = &rec.args[0].value;
+    assert_int_equal(v->kind, LMC_TV_LIST);
+    assert_int_equal(v->u.list.n, 3);
+    assert_int_equal(v->u.list.items[1].kind, LMC_TV_INT);
+    assert_int_equal(v->u.list.items[1].u.i, 7);
+    assert_true(lmc_object_key_equal(v->u.list.items[2].u.key, &k));
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+/* msgpack-c packing helpers for hand-made records. */
+static void pk_str(msgpack_packer *pk, const char *s)
+{
+    msgpack_pack_str(pk, strlen(s));
+    msgpack_pack_str_body(pk, s, strlen(s));
+}
+
+/* {"__t__": "ObjectKey", "v": {...}} with the fields in another order and no salt. */
+static void pk_reordered_key(msgpack_packer *pk, uint8_t h)
+{
+    msgpack_pack_map(pk, 2);
+    pk_str(pk, "v");
+    msgpack_pack_map(pk, 4);
+    pk_str(pk, "kv_rank");
+    msgpack_pack_int64(pk, -2);
+    pk_str(pk, "model_name");
+    pk_str(pk, "m");
+    pk_str(pk, "object_group_id");
+    msgpack_pack_int64(pk, 300);
+    pk_str(pk, "chunk_hash");
+    msgpack_pack_bin(pk, 1);
+    msgpack_pack_bin_body(pk, &h, 1);
+    pk_str(pk, "__t__");
+    pk_str(pk, "ObjectKey");
+}
+
+static void test_keys_with_fields_in_another_order_decode_like_canonical_ones(void **state)
+{
+    (void)state;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    /* "qualname" twice (the last wins) and the fields in no particular order. */
+    msgpack_pack_map(&pk, 6);
+    pk_str(&pk, "qualname");
+    pk_str(&pk, "first");
+    pk_str(&pk, "args");
+    msgpack_pack_map(&pk, 1);
+    pk_str(&pk, "keys");
+    msgpack_pack_array(&pk, 3);
+    for (uint8_t i = 0; i < 3; i++)
+        pk_reordered_key(&pk, i);
+    pk_str(&pk, "t_wall");
+    msgpack_pack_int64(&pk, 7);
+    pk_str(&pk, "t_mono");
+    msgpack_pack_float(&pk, 0.5f);
+    pk_str(&pk, "type");
+    pk_str(&pk, "record");
+    pk_str(&pk, "qualname");
+    pk_str(&pk, "second");
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_decode_record(sb.data, sb.size, &a, &rec, NULL), LMC_OK);
+    assert_string_equal(rec.qualname, "second");
+    assert_true(rec.t_mono == 0.5 && rec.t_wall == 7.0);
+    lmc_object_key want[3];
+    for (uint8_t i = 0; i < 3; i++)
+        assert_int_equal(lmc_object_key_make_n(&want[i], &i, 1, "m", 1, -2, 300, "", 0, NULL),
+                         LMC_OK);
+    assert_keys_arg(&rec, want, 3);
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_a_truncated_key_list_is_reported_as_truncated(void **state)
+{
+    (void)state;
+    lmc_object_key keys[4];
+    for (uint32_t i = 0; i < 4; i++)
+        keys[i] = tt_key("m", i, 0, 0, NULL);
+    msgpack_sbuffer sb;
+    put_keys_record(&sb, keys, 4);
+    lmc_arena a;
+    lmc_arena_init(&a, 0);
+    lmc_trace_record rec;
+    lmc_error err;
+    /* Cut inside a key: the whole-body parse reports it, as for any other value. */
+    size_t cut = (sb.size - 4) / 2;
+    lmc_error_clear(&err);
+    assert_int_equal(lmc_trace_decode_record(sb.data + 4, cut, &a, &rec, &err), LMC_ERR_FORMAT);
+    assert_msg_contains(err.msg, "Record: msgpack data is truncated (at byte ");
+    assert_null(rec.args);
+    lmc_arena_free(&a);
+    msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_a_reader_skips_a_record_with_a_bad_key_naming_the_problem(void **state)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 2);
+    msgpack_sbuffer rec_sb;
+    lmc_object_key keys[4];
+    for (uint32_t i = 0; i < 4; i++)
+        keys[i] = tt_key("m", i, 0, 0, i == 2 ? "aXb" : NULL);
+    put_keys_record(&rec_sb, keys, 4);
+    patch(&rec_sb, "aXb", "a/b");
+    msgpack_sbuffer_write(&sb, rec_sb.data, rec_sb.size);
+    msgpack_sbuffer_destroy(&rec_sb);
+    put_record(&sb, QUAL("finish_write"), 1);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, QUAL("finish_write"));
+    assert_int_equal(lmc_trace_reader_malformed(r), 1);
+    assert_int_equal(tt_log_count_containing("ObjectKey.cache_salt must not contain '/' (got "
+                                             "'a/b')"),
+                     1);
+    lmc_trace_reader_close(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -696,6 +991,15 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_count_records_reports_open_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutated_files_never_crash_the_reader, setup, teardown),
+        cmocka_unit_test(test_a_key_list_decodes_into_one_contiguous_array),
+        cmocka_unit_test(test_keys_whose_model_names_and_salts_differ_in_one_list_decode),
+        cmocka_unit_test(test_an_invalid_salt_in_the_middle_of_a_key_list_is_rejected),
+        cmocka_unit_test(test_an_invalid_model_name_after_valid_ones_is_rejected),
+        cmocka_unit_test(test_a_key_list_with_a_non_key_item_decodes_item_by_item),
+        cmocka_unit_test(test_keys_with_fields_in_another_order_decode_like_canonical_ones),
+        cmocka_unit_test(test_a_truncated_key_list_is_reported_as_truncated),
+        cmocka_unit_test_setup_teardown(
+            test_a_reader_skips_a_record_with_a_bad_key_naming_the_problem, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

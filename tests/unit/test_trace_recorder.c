@@ -12,6 +12,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -437,6 +438,90 @@ static void test_write_errors_are_counted_and_the_process_goes_on(void **state)
     lmc_log_set_level(LMC_LOG_INFO);
 }
 
+/* The length of the file and the bytes its frames take, walking the length prefixes. */
+static void file_and_frames(const char *path, off_t *size, off_t *frames, blkcnt_t *blocks)
+{
+    FILE *fp = fopen(path, "rb");
+    assert_non_null(fp);
+    struct stat st;
+    assert_int_equal(fstat(fileno(fp), &st), 0);
+    *size = st.st_size;
+    *blocks = st.st_blocks;
+    *frames = 0;
+    uint8_t len[4];
+    while (fread(len, 1, 4, fp) == 4) {
+        uint32_t n = lmc_get_be32(len);
+        if (fseeko(fp, (off_t)n, SEEK_CUR) != 0 || *frames + 4 + (off_t)n > st.st_size)
+            break;
+        *frames += 4 + (off_t)n;
+    }
+    fclose(fp);
+}
+
+static void test_file_ends_at_its_last_frame_and_preallocation_is_given_back(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_object_key k[16];
+    sm_test_keys(k, 16, 7);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    /* Over 1 MiB of records: several batches, and space reserved ahead. */
+    for (int i = 0; i < 600; i++)
+        LMC_TRACE_RESERVE_WRITE(k, 16, &lay, LMC_WRITE_NEW);
+    uint64_t deadline = lmc_mono_ns() + 5000000000ull;
+    while (lmc_event_bus_delivered(f->bus) < 600 && lmc_mono_ns() < deadline)
+        lmc_sleep_ns(1000000);
+    lmc_trace_recorder_flush(r);
+
+    /* While open: the length is the frames written, never the reserve. */
+    off_t size, frames;
+    blkcnt_t blocks;
+    file_and_frames(f->path, &size, &frames, &blocks);
+    assert_true(size > 1024 * 1024);
+    assert_int_equal(size, frames);
+
+    finish(f, r);
+    file_and_frames(f->path, &size, &frames, &blocks);
+    assert_int_equal(size, frames);
+    /* Closed: no space held past the end (a little slack for the filesystem). */
+    assert_true((off_t)blocks * 512 <= size + 256 * 1024);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    size_t n = 0;
+    while (lmc_trace_reader_next(rd, &rec) == LMC_OK)
+        n++;
+    assert_int_equal(n, 600);
+    lmc_trace_reader_close(rd);
+}
+
+static void test_record_t_wall_is_the_header_wall_start_plus_t_mono(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 3);
+    double before = lmc_wall_s();
+    LMC_TRACE_FINISH_WRITE(k, 1);
+    lmc_sleep_ns(20000000);
+    LMC_TRACE_FINISH_WRITE(k, 1);
+    double after = lmc_wall_s();
+    finish(f, r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    double wall0 = lmc_trace_reader_header(rd)->t_wall_start;
+    lmc_trace_record rec;
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+        /* t_wall is derived from the call's monotonic sample (one clock
+         * read on the caller): it agrees with the header's clock pair to
+         * within the skew of two samplings of it. */
+        assert_true(fabs(rec.t_wall - (wall0 + rec.t_mono)) < 0.002);
+        assert_true(rec.t_wall >= before - 0.005 && rec.t_wall <= after + 0.005);
+    }
+    lmc_trace_reader_close(rd);
+}
+
 static void test_lifecycle_without_a_level_records_nothing(void **state)
 {
     fixture *f = *state;
@@ -499,6 +584,10 @@ int main(void)
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_overflow_is_counted_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_errors_are_counted_and_the_process_goes_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_file_ends_at_its_last_frame_and_preallocation_is_given_back, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_t_wall_is_the_header_wall_start_plus_t_mono,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_lifecycle_without_a_level_records_nothing, setup,
                                         teardown),

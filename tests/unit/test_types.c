@@ -97,6 +97,48 @@ static void test_key_hash_bytes_past_len_are_zero(void **state)
         assert_int_equal(key.chunk_hash[i], 0);
 }
 
+static void test_key_make_cached_gives_the_keys_make_n_gives(void **state)
+{
+    (void)state;
+    static const char *const models[] = {"m-a", "m-a", "m-b", "", "m-a"};
+    static const char *const salts[] = {"", "s1", "s1", "s2", ""};
+    lmc_object_key_cache cache = {0};
+    for (size_t i = 0; i < 5; i++) {
+        lmc_object_key a, b;
+        memset(&a, 0xAA, sizeof(a));
+        memset(&b, 0x55, sizeof(b));
+        assert_int_equal(lmc_object_key_make_cached(&cache, &a, HASH4, 4 - i % 2, models[i],
+                                                    strlen(models[i]), (int64_t)i, 1, salts[i],
+                                                    strlen(salts[i]), NULL),
+                         LMC_OK);
+        assert_int_equal(lmc_object_key_make_n(&b, HASH4, 4 - i % 2, models[i], strlen(models[i]),
+                                               (int64_t)i, 1, salts[i], strlen(salts[i]), NULL),
+                         LMC_OK);
+        /* Bit for bit: padding and unused hash bytes are zero in both. */
+        assert_memory_equal(&a, &b, sizeof(a));
+    }
+}
+
+static void test_key_make_cached_still_rejects_a_bad_string_after_a_good_one(void **state)
+{
+    (void)state;
+    lmc_object_key_cache cache = {0};
+    lmc_object_key key;
+    lmc_error err;
+    assert_int_equal(
+        lmc_object_key_make_cached(&cache, &key, HASH4, 4, "mm", 2, 0, 0, "ab", 2, &err), LMC_OK);
+    lmc_status st =
+        lmc_object_key_make_cached(&cache, &key, HASH4, 4, "mm", 2, 0, 0, "a@", 2, &err);
+    assert_invalid(st, &err, "ObjectKey.cache_salt must not contain '@' (got 'a@')");
+    st = lmc_object_key_make_cached(&cache, &key, HASH4, 4, "m@", 2, 0, 0, "ab", 2, &err);
+    assert_invalid(st, &err, "ObjectKey.model_name must not contain '@' (got 'm@')");
+    /* The failures did not poison the cache. */
+    assert_int_equal(
+        lmc_object_key_make_cached(&cache, &key, HASH4, 4, "mm", 2, 0, 0, "ab", 2, &err), LMC_OK);
+    assert_ptr_equal(key.model_name, lmc_intern("mm", 2));
+    assert_ptr_equal(key.cache_salt, lmc_intern("ab", 2));
+}
+
 static void test_key_accepts_empty_and_max_length_hash(void **state)
 {
     (void)state;
@@ -564,6 +606,8 @@ int main(void)
         cmocka_unit_test(test_key_make_fills_every_field),
         cmocka_unit_test(test_key_null_salt_is_empty_salt),
         cmocka_unit_test(test_key_hash_bytes_past_len_are_zero),
+        cmocka_unit_test(test_key_make_cached_gives_the_keys_make_n_gives),
+        cmocka_unit_test(test_key_make_cached_still_rejects_a_bad_string_after_a_good_one),
         cmocka_unit_test(test_key_accepts_empty_and_max_length_hash),
         cmocka_unit_test(test_key_rejects_hash_longer_than_64_bytes),
         cmocka_unit_test(test_key_rejects_null_hash_with_length),

@@ -1,0 +1,1136 @@
+/*
+ * resp.c -- the "resp" L2 adapter: Redis or Valkey (anything that speaks
+ * RESP) as a shared, scale-out tier, through hiredis.
+ *
+ * Owns: `connections` worker connections, one control connection for
+ * deletes, the task queue, the lookup lock counts (key -> refcount, in
+ * process only: another process's eviction does not see them) and, when
+ * max_capacity_gb > 0, the sizes of the keys this process wrote (the only
+ * keys its eviction may delete). Values are the object's raw bytes under
+ * key_prefix + the fs file name without ".data".
+ *
+ * Threads: one worker per connection, "l2-resp-<n>", each owning its
+ * redisContext (hiredis contexts are not thread-safe). A task runs on one
+ * worker, pipelined (commands appended in windows, then the replies read).
+ * Unlock runs on the caller's thread; delete runs on the caller's thread
+ * over the control connection, under ctl_lock. `lock` guards the queue,
+ * stop, `live`, `locks`, `sizes`, `last_error` and the counters; Redis I/O
+ * and listener callbacks happen outside it.
+ *
+ * Faults: every socket has a timeout (timeout_ms) for connect, send and
+ * receive, so a dead or stopped Redis costs a task at most that long. A
+ * connection that fails is dropped and reopened with exponential backoff
+ * (50 ms doubling to 5 s); its failure bumps `epoch`, which makes the other
+ * connected workers check theirs with a PING, so the whole adapter notices
+ * an outage at once. Invariant under `lock`: tasks are queued only while
+ * some connection is live; with none, a submitted task fails at once, and
+ * the worker that loses the last connection fails what is queued. So a task
+ * never waits for a Redis that is down. hiredis 0.14 writes with write(2),
+ * so SIGPIPE is blocked on every thread that does Redis I/O.
+ *
+ * Redis Cluster is not spoken: a MOVED/ASK reply is an error (the task
+ * fails); cluster mode needs a cluster-aware proxy in front (docs).
+ */
+#include <errno.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+#include <time.h>
+
+#include "core/clock.h"
+#include "core/keymap.h"
+#include "core/log.h"
+#include "l2/adapter.h"
+
+#define COMPONENT "l2-resp"
+#define TYPE "resp"
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define BACKOFF_MIN_MS 50u
+#define BACKOFF_MAX_MS 5000u
+#define PING_IDLE_MS 1000u      /* an idle connection is checked this often */
+#define WINDOW_CMDS 256u        /* commands per pipeline window ... */
+#define WINDOW_BYTES (8u << 20) /* ... or this many value bytes, whichever comes first */
+#define NAME_STACK 512
+
+_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
+
+typedef struct resp_conn {
+    redisContext *c;
+    uint64_t epoch;       /* the adapter's epoch when last verified */
+    uint64_t backoff_ms;  /* the next retry delay */
+    uint64_t next_try_ns; /* no connect attempt before this */
+    uint64_t used_ns;     /* last successful exchange */
+    unsigned failures;    /* consecutive failed connects */
+} resp_conn;
+
+typedef struct resp_adapter resp_adapter;
+
+typedef struct resp_worker {
+    resp_adapter *r;
+    resp_conn conn;
+    pthread_t thread;
+    bool started;
+} resp_worker;
+
+struct resp_adapter {
+    lmc_l2_adapter *base;
+    char *host;
+    int port;
+    char *unix_socket;
+    int64_t db;
+    char *password; /* from the environment; never logged */
+    char *username;
+    char *prefix;
+    size_t prefix_len;
+    uint64_t capacity; /* bytes; 0 = unbounded, nothing tracked */
+    int nconn;
+    int timeout_ms;
+    char endpoint[300]; /* "host:port" or "unix:path", for messages */
+    unsigned instance;
+
+    pthread_mutex_t lock;
+    pthread_cond_t work_cond;  /* connected workers: a task, stop, or the epoch moved */
+    pthread_cond_t retry_cond; /* disconnected workers: stop (they sleep to their retry time) */
+    lmc_l2_task_queue queue;
+    bool stop;
+    int live;          /* connected workers */
+    lmc_keymap *locks; /* key -> lookup lock count (> 0) */
+    lmc_keymap *sizes; /* capacity > 0: key -> bytes this process wrote */
+    char last_error[256];
+    uint64_t reconnects;
+    uint64_t failed_tasks;
+
+    atomic_uint_fast64_t epoch; /* bumped on every connection failure */
+    atomic_bool degraded;       /* the last exchange or connect failed */
+    atomic_bool outage_logged;  /* one warning per outage, not one per connection and retry */
+
+    resp_worker *workers;
+
+    pthread_mutex_t ctl_lock; /* the delete path's connection */
+    resp_conn ctl;
+};
+
+static atomic_uint g_instances; /* numbers the worker threads: l2-resp-0-0, ... */
+
+/* ------------------------------------------------------------------ */
+/* Small helpers                                                        */
+/* ------------------------------------------------------------------ */
+
+static struct timeval ms_tv(int ms)
+{
+    return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+}
+
+static struct timespec ns_ts(uint64_t ns)
+{
+    return (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
+}
+
+/*
+ * SIGPIPE from writing to a closed socket would kill a process that does
+ * not ignore it (tests, the bench): block it around Redis I/O. A SIGPIPE
+ * raised meanwhile stays pending on this thread and is consumed at the end.
+ */
+typedef struct sigpipe_guard {
+    sigset_t old;
+    bool was_pending;
+} sigpipe_guard;
+
+static void sigpipe_block(sigpipe_guard *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, &g->old);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE) == 1;
+}
+
+static void sigpipe_restore(sigpipe_guard *g)
+{
+    sigset_t set, pending;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE) == 1) {
+        struct timespec zero = {0, 0};
+        while (sigtimedwait(&set, NULL, &zero) < 0 && errno == EINTR) {
+        }
+    }
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
+/*
+ * Record a failure for report_status. A connection-level one (conn) also
+ * marks the adapter degraded until the next successful exchange; an error
+ * reply does not: Redis answered.
+ */
+static void set_error(resp_adapter *r, bool conn, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_error(resp_adapter *r, bool conn, const char *fmt, ...)
+{
+    char msg[sizeof(r->last_error)];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    pthread_mutex_lock(&r->lock);
+    memcpy(r->last_error, msg, sizeof(msg));
+    pthread_mutex_unlock(&r->lock);
+    if (conn)
+        atomic_store(&r->degraded, true);
+}
+
+/*
+ * The Redis key of key: prefix + fs name without ".data". Points at buf
+ * when it fits, else at a malloc'd copy (free when != buf); NULL on OOM.
+ */
+static char *key_name(const resp_adapter *r, const lmc_object_key *key, char *buf, size_t cap,
+                      size_t *len)
+{
+    size_t want = r->prefix_len + lmc_l2_fs_key_name(key, NULL, 0) + 1;
+    char *out = want <= cap ? buf : malloc(want);
+    if (out == NULL)
+        return NULL;
+    memcpy(out, r->prefix, r->prefix_len);
+    size_t n = lmc_l2_fs_key_name(key, out + r->prefix_len, want - r->prefix_len);
+    *len = r->prefix_len + n - 5; /* without ".data" */
+    out[*len] = '\0';
+    return out;
+}
+
+static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
+{
+    void **slot = lmc_keymap_get(m, key);
+    *present = slot != NULL;
+    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
+}
+
+static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
+{
+    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+/* Connections                                                          */
+/* ------------------------------------------------------------------ */
+
+/* A command on a fresh connection, expecting a status reply (OK/PONG). */
+static bool handshake_cmd(resp_adapter *r, redisContext *c, const char *what, int argc,
+                          const char **argv)
+{
+    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
+    if (rep == NULL) {
+        set_error(r, true, "%s: %s: %s", r->endpoint, what, c->errstr[0] ? c->errstr : "no reply");
+        return false;
+    }
+    bool ok = rep->type == REDIS_REPLY_STATUS;
+    if (!ok)
+        set_error(r, true, "%s: %s: %.*s", r->endpoint, what,
+                  rep->type == REDIS_REPLY_ERROR ? (int)rep->len : 15,
+                  rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+    freeReplyObject(rep);
+    return ok;
+}
+
+/*
+ * Open, authenticate, select the db and PING, all bounded by timeout_ms.
+ * A stopped server still accepts TCP connections (the kernel does), so only
+ * the PING proves it answers. On failure, schedules the next try.
+ */
+static bool conn_open(resp_adapter *r, resp_conn *cn)
+{
+    struct timeval tv = ms_tv(r->timeout_ms);
+    redisContext *c = r->unix_socket != NULL ? redisConnectUnixWithTimeout(r->unix_socket, tv)
+                                             : redisConnectWithTimeout(r->host, r->port, tv);
+    bool ok = c != NULL && c->err == 0;
+    if (!ok)
+        set_error(r, true, "%s: connect: %s", r->endpoint, c != NULL ? c->errstr : "out of memory");
+    if (ok && redisSetTimeout(c, tv) != REDIS_OK) {
+        set_error(r, true, "%s: setting the socket timeout failed", r->endpoint);
+        ok = false;
+    }
+    if (ok && r->unix_socket == NULL)
+        redisEnableKeepAlive(c);
+    if (ok && r->password != NULL) {
+        const char *argv[3] = {"AUTH", r->username != NULL ? r->username : r->password,
+                               r->password};
+        ok = handshake_cmd(r, c, "AUTH", r->username != NULL ? 3 : 2, argv);
+    }
+    if (ok && r->db != 0) {
+        char db[24];
+        snprintf(db, sizeof(db), "%" PRId64, r->db);
+        const char *argv[2] = {"SELECT", db};
+        ok = handshake_cmd(r, c, "SELECT", 2, argv);
+    }
+    if (ok) {
+        const char *argv[1] = {"PING"};
+        ok = handshake_cmd(r, c, "PING", 1, argv);
+    }
+    uint64_t now = lmc_mono_ns();
+    if (!ok) {
+        if (c != NULL)
+            redisFree(c);
+        cn->failures++;
+        if (!atomic_exchange(&r->outage_logged, true)) {
+            pthread_mutex_lock(&r->lock);
+            LMC_WARN(COMPONENT,
+                     "%s; tasks fail until Redis answers (retrying with backoff up to %u ms)",
+                     r->last_error, BACKOFF_MAX_MS);
+            pthread_mutex_unlock(&r->lock);
+        }
+        cn->next_try_ns = now + cn->backoff_ms * 1000000u;
+        cn->backoff_ms = cn->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : cn->backoff_ms * 2;
+        return false;
+    }
+    if (atomic_exchange(&r->outage_logged, false))
+        LMC_INFO(COMPONENT, "%s: connected again", r->endpoint);
+    cn->c = c;
+    cn->failures = 0;
+    cn->backoff_ms = BACKOFF_MIN_MS;
+    cn->used_ns = now;
+    cn->epoch = atomic_load(&r->epoch);
+    atomic_store(&r->degraded, false);
+    return true;
+}
+
+/* The connection broke: free it, tell the others to check theirs, retry at once. */
+static void conn_lost(resp_adapter *r, resp_conn *cn, const char *what)
+{
+    set_error(r, true, "%s: %s: %s", r->endpoint, what,
+              cn->c != NULL && cn->c->errstr[0] != '\0' ? cn->c->errstr : "connection lost");
+    if (!atomic_exchange(&r->outage_logged, true)) {
+        pthread_mutex_lock(&r->lock);
+        LMC_WARN(COMPONENT, "%s; reconnecting", r->last_error);
+        pthread_mutex_unlock(&r->lock);
+    }
+    if (cn->c != NULL)
+        redisFree(cn->c);
+    cn->c = NULL;
+    cn->next_try_ns = lmc_mono_ns();
+    cn->backoff_ms = BACKOFF_MIN_MS;
+    atomic_fetch_add(&r->epoch, 1);
+}
+
+static bool conn_ping(resp_adapter *r, resp_conn *cn)
+{
+    redisReply *rep = redisCommand(cn->c, "PING");
+    bool ok = rep != NULL && rep->type == REDIS_REPLY_STATUS;
+    if (rep != NULL)
+        freeReplyObject(rep);
+    if (!ok) {
+        conn_lost(r, cn, "PING");
+        return false;
+    }
+    cn->used_ns = lmc_mono_ns();
+    cn->epoch = atomic_load(&r->epoch);
+    atomic_store(&r->degraded, false);
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Pipelines                                                            */
+/* ------------------------------------------------------------------ */
+
+/* Append the command for key i of t (false: out of memory). */
+typedef bool (*append_fn)(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i);
+/* Handle the reply to key i's command (reply may be an error reply). */
+typedef void (*reply_fn)(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *acc);
+
+/*
+ * Send one command per key of t, in windows of WINDOW_CMDS commands or
+ * WINDOW_BYTES value bytes, reading each window's replies before the next
+ * (so a task's memory on both ends stays bounded). False when the
+ * connection broke (it is then dropped); replies already handled stay.
+ */
+static bool pipeline(resp_adapter *r, resp_conn *cn, lmc_l2_task *t, append_fn append,
+                     reply_fn on_reply, void *acc, const char *what)
+{
+    size_t i = 0;
+    while (i < t->n) {
+        size_t end = i;
+        uint64_t bytes = 0;
+        bool oom = false;
+        while (end < t->n && end - i < WINDOW_CMDS && bytes < WINDOW_BYTES) {
+            if (!append(r, cn->c, t, end)) {
+                oom = true; /* hiredis appends nothing on failure: the buffer stays whole */
+                break;
+            }
+            bytes += t->objs != NULL ? t->objs[end].size : 0;
+            end++;
+        }
+        for (size_t k = i; k < end; k++) {
+            void *rep = NULL;
+            if (redisGetReply(cn->c, &rep) != REDIS_OK || rep == NULL) {
+                conn_lost(r, cn, what);
+                return false;
+            }
+            on_reply(r, t, k, rep, acc);
+            freeReplyObject(rep);
+        }
+        cn->used_ns = lmc_mono_ns();
+        atomic_store(&r->degraded, false);
+        if (oom) {
+            set_error(r, false, "%s: %s: out of memory building a command", r->endpoint, what);
+            return false;
+        }
+        i = end;
+    }
+    return true;
+}
+
+static bool append_key_cmd(resp_adapter *r, redisContext *c, const lmc_object_key *key,
+                           const char *cmd, const lmc_memory_obj *value)
+{
+    char buf[NAME_STACK];
+    size_t len;
+    char *name = key_name(r, key, buf, sizeof(buf), &len);
+    if (name == NULL)
+        return false;
+    int rc;
+    if (value != NULL)
+        rc = redisAppendCommand(c, "SET %b %b NX", name, len, value->data, (size_t)value->size);
+    else
+        rc = redisAppendCommand(c, "%s %b", cmd, name, len);
+    if (name != buf)
+        free(name);
+    return rc == REDIS_OK;
+}
+
+/* An error reply to a data command: log it once per task kind and remember it. */
+static void reply_error(resp_adapter *r, const char *what, const redisReply *rep)
+{
+    const char *hint = "";
+    if (rep->len >= 5 && (strncmp(rep->str, "MOVED", 5) == 0 || strncmp(rep->str, "ASK ", 4) == 0))
+        hint = " (Redis Cluster: put a cluster-aware proxy in front; see docs/l2-adapters.md)";
+    set_error(r, false, "%s: %s: %.*s%s", r->endpoint, what, (int)(rep->len > 160 ? 160 : rep->len),
+              rep->str, hint);
+}
+
+/* ------------------------------------------------------------------ */
+/* The worker's tasks                                                   */
+/* ------------------------------------------------------------------ */
+
+typedef struct store_acc {
+    uint64_t written;
+    bool failed;
+    uint8_t *done; /* per key: 1 = written now */
+} store_acc;
+
+static bool append_store(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
+{
+    return append_key_cmd(r, c, &t->keys[i], NULL, &t->objs[i]);
+}
+
+static void on_store_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
+{
+    store_acc *acc = p;
+    if (rep->type == REDIS_REPLY_STATUS) { /* OK: written now */
+        acc->written += t->objs[i].size;
+        acc->done[i] = 1;
+    } else if (rep->type != REDIS_REPLY_NIL) { /* NIL: present already, skipped */
+        if (!acc->failed)
+            reply_error(r, "SET", rep);
+        acc->failed = true;
+    }
+}
+
+static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+{
+    store_acc acc = {0, false, calloc(t->n > 0 ? t->n : 1, 1)};
+    if (acc.done == NULL) {
+        LMC_ERROR(COMPONENT, "store task %" PRIu64 ": out of memory", t->id);
+        lmc_l2_task_fail(r->base, t);
+        return;
+    }
+    if (!pipeline(r, cn, t, append_store, on_store_reply, &acc, "SET"))
+        acc.failed = true;
+    /* Keys are compacted to the written ones; nn <= i, so only used slots are overwritten. */
+    size_t nn = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (!acc.done[i])
+            continue;
+        t->keys[nn] = t->keys[i];
+        t->sizes[nn] = t->objs[i].size;
+        nn++;
+    }
+    free(acc.done);
+    if (r->capacity > 0 && nn > 0) {
+        pthread_mutex_lock(&r->lock);
+        for (size_t i = 0; i < nn; i++) {
+            if (map_put(r->sizes, &t->keys[i], t->sizes[i]) != LMC_OK)
+                LMC_ERROR(COMPONENT, "store: a key is not tracked for eviction (out of memory)");
+        }
+        pthread_mutex_unlock(&r->lock);
+    }
+    t->result = acc.failed ? -1 : (int64_t)acc.written;
+    lmc_l2_notify_stored(r->base, t->keys, t->sizes, nn);
+    lmc_l2_task_complete(r->base, t);
+}
+
+static bool append_exists(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
+{
+    return append_key_cmd(r, c, &t->keys[i], "EXISTS", NULL);
+}
+
+static void on_exists_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
+{
+    bool *warned = p;
+    if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0)
+        lmc_bitmap_set(&t->bitmap, i);
+    else if (rep->type == REDIS_REPLY_ERROR && !*warned) {
+        reply_error(r, "EXISTS", rep);
+        *warned = true;
+    }
+}
+
+static void clear_all(lmc_l2_task *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        lmc_bitmap_clear(&t->bitmap, i);
+}
+
+static void run_lookup(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+{
+    bool warned = false;
+    if (!pipeline(r, cn, t, append_exists, on_exists_reply, &warned, "EXISTS"))
+        clear_all(t); /* a broken task reports nothing found, not half an answer */
+    /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < t->n; i++) {
+        if (!lmc_bitmap_test(&t->bitmap, i))
+            continue;
+        bool present;
+        uint64_t count = map_get(r->locks, &t->keys[i], &present);
+        if (map_put(r->locks, &t->keys[i], count + 1) != LMC_OK)
+            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
+    }
+    pthread_mutex_unlock(&r->lock);
+    lmc_l2_task_complete(r->base, t);
+}
+
+static bool append_get(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
+{
+    return append_key_cmd(r, c, &t->keys[i], "GET", NULL);
+}
+
+static void on_get_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
+{
+    bool *warned = p;
+    /* A value of another length belongs to another layout: a miss, not a partial copy. */
+    if (rep->type == REDIS_REPLY_STRING && (uint64_t)rep->len == t->objs[i].size) {
+        if (rep->len > 0)
+            memcpy(t->objs[i].data, rep->str, rep->len);
+        lmc_bitmap_set(&t->bitmap, i);
+    } else if (rep->type == REDIS_REPLY_ERROR && !*warned) {
+        reply_error(r, "GET", rep);
+        *warned = true;
+    }
+}
+
+static void run_load(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+{
+    bool warned = false;
+    if (!pipeline(r, cn, t, append_get, on_get_reply, &warned, "GET"))
+        clear_all(t);
+    size_t nn = 0;
+    for (size_t i = 0; i < t->n; i++) {
+        if (lmc_bitmap_test(&t->bitmap, i))
+            t->keys[nn++] = t->keys[i];
+    }
+    lmc_l2_notify_accessed(r->base, t->keys, nn);
+    lmc_l2_task_complete(r->base, t);
+}
+
+/* Caller holds r->lock and has just made live 0: take every queued task out. */
+static lmc_l2_task *take_queue(resp_adapter *r)
+{
+    lmc_l2_task *head = NULL, **tail = &head, *t;
+    while ((t = lmc_l2_task_queue_pop(&r->queue)) != NULL) {
+        *tail = t;
+        tail = &t->next;
+    }
+    return head;
+}
+
+static void fail_list(resp_adapter *r, lmc_l2_task *t)
+{
+    while (t != NULL) {
+        lmc_l2_task *next = t->next;
+        lmc_l2_task_fail(r->base, t);
+        t = next;
+    }
+}
+
+static void *worker_main(void *arg)
+{
+    resp_worker *w = arg;
+    resp_adapter *r = w->r;
+    resp_conn *cn = &w->conn;
+    sigpipe_guard guard;
+    sigpipe_block(&guard); /* for the thread's life */
+
+    pthread_mutex_lock(&r->lock);
+    while (!r->stop) {
+        uint64_t now = lmc_mono_ns();
+        if (cn->c == NULL) {
+            if (now < cn->next_try_ns) {
+                struct timespec ts = ns_ts(cn->next_try_ns);
+                pthread_cond_timedwait(&r->retry_cond, &r->lock, &ts);
+                continue;
+            }
+            pthread_mutex_unlock(&r->lock);
+            bool ok = conn_open(r, cn);
+            pthread_mutex_lock(&r->lock);
+            if (ok) {
+                r->live++;
+                r->reconnects++;
+            }
+            continue;
+        }
+        lmc_l2_task *t = NULL;
+        bool check = cn->epoch != atomic_load(&r->epoch) ||
+                     now >= cn->used_ns + (uint64_t)PING_IDLE_MS * 1000000u;
+        if (!check)
+            t = lmc_l2_task_queue_pop(&r->queue);
+        if (!check && t == NULL) {
+            struct timespec ts = ns_ts(cn->used_ns + (uint64_t)PING_IDLE_MS * 1000000u);
+            pthread_cond_timedwait(&r->work_cond, &r->lock, &ts);
+            continue;
+        }
+        pthread_mutex_unlock(&r->lock);
+        if (t == NULL) {
+            conn_ping(r, cn);
+        } else {
+            switch (t->kind) {
+            case LMC_L2_TASK_STORE:
+                run_store(r, cn, t);
+                break;
+            case LMC_L2_TASK_LOOKUP:
+                run_lookup(r, cn, t);
+                break;
+            case LMC_L2_TASK_LOAD:
+                run_load(r, cn, t);
+                break;
+            }
+        }
+        pthread_mutex_lock(&r->lock);
+        if (cn->c == NULL) {
+            /* Lost it: wake the others to check theirs; with none left, fail the queue. */
+            r->live--;
+            if (t != NULL)
+                r->failed_tasks++;
+            pthread_cond_broadcast(&r->work_cond);
+            lmc_l2_task *orphans = r->live == 0 ? take_queue(r) : NULL;
+            if (orphans != NULL) {
+                pthread_mutex_unlock(&r->lock);
+                fail_list(r, orphans);
+                pthread_mutex_lock(&r->lock);
+            }
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (cn->c != NULL)
+        redisFree(cn->c);
+    cn->c = NULL;
+    sigpipe_restore(&guard);
+    return NULL;
+}
+
+static lmc_status enqueue(resp_adapter *r, lmc_l2_task_kind kind, uint64_t id,
+                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
+{
+    lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
+    if (t == NULL)
+        return LMC_ERR_NOMEM;
+    pthread_mutex_lock(&r->lock);
+    bool stopped = r->stop, down = r->live == 0;
+    if (!stopped && !down) {
+        lmc_l2_task_queue_push(&r->queue, t);
+        pthread_cond_signal(&r->work_cond);
+    } else if (down) {
+        r->failed_tasks++;
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (stopped) {
+        lmc_l2_task_free(t);
+        return LMC_ERR_CLOSED;
+    }
+    if (down)
+        lmc_l2_task_fail(r->base, t); /* no connection: fail fast rather than wait for one */
+    return LMC_OK;
+}
+
+static lmc_status resp_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
+                                    const lmc_memory_obj *objs, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
+}
+
+static lmc_status resp_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
+}
+
+static lmc_status resp_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
+                                   const lmc_memory_obj *objs, size_t n)
+{
+    return enqueue(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+}
+
+/* Synchronous: the locks are in process, so a decrement cannot fail. */
+static void resp_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
+{
+    resp_adapter *r = impl;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        bool present;
+        uint64_t count = map_get(r->locks, &keys[i], &present);
+        if (!present)
+            continue;
+        if (count <= 1)
+            lmc_keymap_remove(r->locks, &keys[i], NULL);
+        else
+            map_put(r->locks, &keys[i], count - 1); /* replacing never allocates */
+    }
+    pthread_mutex_unlock(&r->lock);
+}
+
+/* ------------------------------------------------------------------ */
+/* Delete (the eviction thread; the control connection)                 */
+/* ------------------------------------------------------------------ */
+
+typedef struct delete_acc {
+    uint64_t *sizes;
+    uint8_t *done;
+    bool untracked; /* capacity == 0: STRLEN precedes each DEL */
+} delete_acc;
+
+static bool append_delete(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
+{
+    /* Untracked (due_ns = 1): even slots ask STRLEN (the size to report), odd ones DEL. */
+    return append_key_cmd(r, c, &t->keys[i], t->due_ns != 0 && i % 2 == 0 ? "STRLEN" : "DEL", NULL);
+}
+
+static void on_delete_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
+{
+    delete_acc *acc = p;
+    size_t k = acc->untracked ? i / 2 : i;
+    if (rep->type == REDIS_REPLY_ERROR) {
+        reply_error(r, "DEL", rep);
+        return;
+    }
+    if (acc->untracked && i % 2 == 0) {
+        acc->sizes[k] =
+            rep->type == REDIS_REPLY_INTEGER && rep->integer > 0 ? (uint64_t)rep->integer : 0;
+        return;
+    }
+    /* DEL of a key already gone (0) counts as deleted, like the fs adapter's ENOENT. */
+    if (rep->type == REDIS_REPLY_INTEGER)
+        acc->done[k] = 1;
+}
+
+static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
+{
+    resp_adapter *r = impl;
+    bool untracked = r->capacity == 0;
+    size_t ncmd = untracked ? 2 * n : n;
+    lmc_object_key *victims = malloc(ncmd * sizeof(*victims));
+    uint64_t *sizes = calloc(n, sizeof(*sizes));
+    uint8_t *done = calloc(n, 1);
+    if (victims == NULL || sizes == NULL || done == NULL) {
+        LMC_ERROR(COMPONENT, "delete of %zu keys skipped (out of memory)", n);
+        goto out;
+    }
+    /* Take the victims out of tracking first, so a second delete cannot pick them too. */
+    size_t m = 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < n; i++) {
+        bool present;
+        if (map_get(r->locks, &keys[i], &present) > 0)
+            continue; /* a lookup holds it for a coming load */
+        if (!untracked) {
+            sizes[m] = map_get(r->sizes, &keys[i], &present);
+            if (!present)
+                continue; /* not written by this process: not ours to evict */
+            lmc_keymap_remove(r->sizes, &keys[i], NULL);
+        }
+        victims[m++] = keys[i];
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (m == 0)
+        goto out;
+
+    /* A pseudo task drives the pipeline: keys are doubled for STRLEN + DEL when untracked. */
+    lmc_l2_task t;
+    memset(&t, 0, sizeof(t));
+    if (untracked) {
+        for (size_t i = m; i-- > 0;)
+            victims[2 * i] = victims[2 * i + 1] = victims[i];
+    }
+    t.keys = victims;
+    t.n = untracked ? 2 * m : m;
+    t.due_ns = untracked; /* read by append_delete */
+    delete_acc acc = {sizes, done, untracked};
+
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    pthread_mutex_lock(&r->ctl_lock);
+    bool ok = r->ctl.c != NULL;
+    if (!ok && lmc_mono_ns() >= r->ctl.next_try_ns)
+        ok = conn_open(r, &r->ctl);
+    if (ok)
+        ok = pipeline(r, &r->ctl, &t, append_delete, on_delete_reply, &acc, "DEL");
+    pthread_mutex_unlock(&r->ctl_lock);
+    sigpipe_restore(&guard);
+
+    /* Compact to the deleted keys; the others go back into tracking. */
+    size_t d = 0;
+    pthread_mutex_lock(&r->lock);
+    for (size_t i = 0; i < m; i++) {
+        lmc_object_key key = victims[untracked ? 2 * i : i];
+        if (done[i]) {
+            victims[d] = key;
+            sizes[d] = sizes[i];
+            d++;
+        } else if (!untracked && map_put(r->sizes, &key, sizes[i]) != LMC_OK) {
+            LMC_ERROR(COMPONENT, "delete: a key is no longer tracked (out of memory)");
+        }
+    }
+    pthread_mutex_unlock(&r->lock);
+    if (d < m)
+        LMC_WARN(COMPONENT, "delete: %zu of %zu keys not deleted (%s)", m - d, m,
+                 ok ? "error replies" : "Redis unreachable");
+    lmc_l2_notify_deleted(r->base, victims, sizes, d);
+out:
+    free(victims);
+    free(sizes);
+    free(done);
+}
+
+/* ------------------------------------------------------------------ */
+/* Status                                                               */
+/* ------------------------------------------------------------------ */
+
+static bool resp_is_healthy(void *impl)
+{
+    resp_adapter *r = impl;
+    pthread_mutex_lock(&r->lock);
+    bool up = !r->stop && r->live > 0;
+    pthread_mutex_unlock(&r->lock);
+    return up && !atomic_load(&r->degraded);
+}
+
+static void resp_report_status(void *impl, lmc_json *status)
+{
+    resp_adapter *r = impl;
+    pthread_mutex_lock(&r->lock);
+    int live = r->live;
+    size_t locked = lmc_keymap_size(r->locks);
+    size_t tracked = r->sizes != NULL ? lmc_keymap_size(r->sizes) : 0;
+    size_t pending = r->queue.count;
+    uint64_t reconnects = r->reconnects, failed = r->failed_tasks;
+    char last_error[sizeof(r->last_error)];
+    memcpy(last_error, r->last_error, sizeof(last_error));
+    pthread_mutex_unlock(&r->lock);
+    lmc_json_object_set(status, "endpoint", lmc_json_string(r->endpoint));
+    lmc_json_object_set(status, "db", lmc_json_int(r->db));
+    lmc_json_object_set(status, "key_prefix", lmc_json_string(r->prefix));
+    lmc_json_object_set(status, "connected", lmc_json_bool(live > 0));
+    lmc_json_object_set(status, "live_connections", lmc_json_int(live));
+    lmc_json_object_set(status, "connections", lmc_json_int(r->nconn));
+    lmc_json_object_set(status, "last_error",
+                        last_error[0] != '\0' ? lmc_json_string(last_error) : lmc_json_null());
+    lmc_json_object_set(status, "connects", lmc_json_int((int64_t)reconnects));
+    lmc_json_object_set(status, "failed_tasks", lmc_json_int((int64_t)failed));
+    lmc_json_object_set(status, "locked_keys", lmc_json_int((int64_t)locked));
+    lmc_json_object_set(status, "tracked_keys", lmc_json_int((int64_t)tracked));
+    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
+}
+
+/* ------------------------------------------------------------------ */
+/* Config, create, destroy                                              */
+/* ------------------------------------------------------------------ */
+
+static const char *const g_fields[] = {
+    "host",         "port",         "unix_socket", "db",
+    "password_env", "username_env", "key_prefix",  "max_capacity_gb",
+    "connections",  "timeout_ms",   NULL};
+
+/* An integer in [min, max]; dflt when absent. */
+static lmc_status int_field(const lmc_json *cfg, const char *field, int64_t min, int64_t max,
+                            int64_t dflt, int64_t *out, lmc_error *err)
+{
+    const lmc_json *v = lmc_json_object_get(cfg, field);
+    if (v == NULL) {
+        *out = dflt;
+        return LMC_OK;
+    }
+    if (lmc_json_type_of(v) != LMC_JSON_INT || lmc_json_get_int(v) < min ||
+        lmc_json_get_int(v) > max) {
+        char expectation[64];
+        if (max == INT64_MAX)
+            snprintf(expectation, sizeof(expectation), "an integer >= %" PRId64, min);
+        else
+            snprintf(expectation, sizeof(expectation), "an integer in [%" PRId64 ", %" PRId64 "]",
+                     min, max);
+        return lmc_l2_config_bad_value(err, TYPE, field, v, expectation);
+    }
+    *out = lmc_json_get_int(v);
+    return LMC_OK;
+}
+
+/* The name of an environment variable that must be set; *value is its value (or NULL). */
+static lmc_status env_field(const lmc_json *cfg, const char *field, const char **value,
+                            lmc_error *err)
+{
+    const char *name;
+    *value = NULL;
+    lmc_status st = lmc_l2_config_string(cfg, TYPE, field, false, &name, err);
+    if (st != LMC_OK || name == NULL)
+        return st;
+    *value = getenv(name);
+    if (*value == NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: field '%s' of type '" TYPE
+                             "': environment variable '%s' is not set",
+                             field, name);
+    return LMC_OK;
+}
+
+static lmc_status resp_check_config(const lmc_json *cfg, lmc_error *err)
+{
+    const char *s;
+    int64_t i;
+    double d;
+    lmc_status st = lmc_l2_config_check_fields(cfg, TYPE, g_fields, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_string(cfg, TYPE, "host", false, &s, err);
+    if (st == LMC_OK)
+        st = int_field(cfg, "port", 1, 65535, 6379, &i, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_string(cfg, TYPE, "unix_socket", false, &s, err);
+    if (st == LMC_OK && s != NULL &&
+        (lmc_json_object_get(cfg, "host") != NULL || lmc_json_object_get(cfg, "port") != NULL))
+        st = lmc_error_set(err, LMC_ERR_INVALID,
+                           "--l2-adapter: field 'unix_socket' of type '" TYPE
+                           "' cannot be combined with 'host' or 'port'");
+    if (st == LMC_OK)
+        st = int_field(cfg, "db", 0, INT64_MAX, 0, &i, err);
+    if (st == LMC_OK)
+        st = env_field(cfg, "password_env", &s, err);
+    if (st == LMC_OK)
+        st = env_field(cfg, "username_env", &s, err);
+    if (st == LMC_OK && s != NULL && lmc_json_object_get(cfg, "password_env") == NULL)
+        st = lmc_error_set(err, LMC_ERR_INVALID,
+                           "--l2-adapter: field 'username_env' of type '" TYPE
+                           "' needs 'password_env' too (AUTH takes a username and a password)");
+    if (st == LMC_OK) {
+        const lmc_json *v = lmc_json_object_get(cfg, "key_prefix");
+        size_t len = 0;
+        s = v != NULL ? lmc_json_get_string(v, &len) : NULL;
+        if (v != NULL && (s == NULL || strlen(s) != len))
+            st = lmc_l2_config_bad_value(err, TYPE, "key_prefix", v,
+                                         "a string without NUL characters");
+    }
+    if (st == LMC_OK)
+        st = lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &d, err);
+    if (st == LMC_OK)
+        st = int_field(cfg, "connections", 1, 64, 4, &i, err);
+    if (st == LMC_OK)
+        st = int_field(cfg, "timeout_ms", 1, 600000, 2000, &i, err);
+    return st;
+}
+
+static void resp_free(resp_adapter *r)
+{
+    if (r->ctl.c != NULL)
+        redisFree(r->ctl.c);
+    lmc_keymap_destroy(r->locks);
+    lmc_keymap_destroy(r->sizes);
+    free(r->workers);
+    free(r->host);
+    free(r->unix_socket);
+    free(r->prefix);
+    if (r->password != NULL) {
+        memset(r->password, 0, strlen(r->password)); /* do not leave the secret in freed memory */
+        free(r->password);
+    }
+    free(r->username);
+    pthread_mutex_destroy(&r->lock);
+    pthread_mutex_destroy(&r->ctl_lock);
+    pthread_cond_destroy(&r->work_cond);
+    pthread_cond_destroy(&r->retry_cond);
+    free(r);
+}
+
+static char *dup_or_null(const char *s, bool *oom)
+{
+    if (s == NULL)
+        return NULL;
+    char *d = strdup(s);
+    if (d == NULL)
+        *oom = true;
+    return d;
+}
+
+static void stop_workers(resp_adapter *r)
+{
+    pthread_mutex_lock(&r->lock);
+    r->stop = true;
+    pthread_cond_broadcast(&r->work_cond);
+    pthread_cond_broadcast(&r->retry_cond);
+    pthread_mutex_unlock(&r->lock);
+    for (int i = 0; i < r->nconn; i++) {
+        if (r->workers[i].started)
+            pthread_join(r->workers[i].thread, NULL);
+        else if (r->workers[i].conn.c != NULL)
+            redisFree(r->workers[i].conn.c);
+        r->workers[i].conn.c = NULL;
+    }
+}
+
+static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **impl,
+                              lmc_error *err)
+{
+    const char *host, *sock, *password, *username;
+    int64_t port, db, nconn, timeout_ms;
+    double gb;
+    bool oom = false;
+    lmc_status st = LMC_OK;
+    resp_adapter *r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '" TYPE "': out of memory");
+    r->base = base;
+    pthread_mutex_init(&r->lock, NULL);
+    pthread_mutex_init(&r->ctl_lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&r->work_cond, &ca);
+    pthread_cond_init(&r->retry_cond, &ca);
+    pthread_condattr_destroy(&ca);
+
+    /* Validated by the base, except the environment, which is read again here. */
+    lmc_l2_config_string(cfg, TYPE, "host", false, &host, NULL);
+    int_field(cfg, "port", 1, 65535, 6379, &port, NULL);
+    lmc_l2_config_string(cfg, TYPE, "unix_socket", false, &sock, NULL);
+    int_field(cfg, "db", 0, INT64_MAX, 0, &db, NULL);
+    if ((st = env_field(cfg, "password_env", &password, err)) != LMC_OK ||
+        (st = env_field(cfg, "username_env", &username, err)) != LMC_OK)
+        goto fail;
+    const lmc_json *pv = lmc_json_object_get(cfg, "key_prefix");
+    const char *prefix = pv != NULL ? lmc_json_get_string(pv, NULL) : "lmcache:";
+    lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &gb, NULL);
+    int_field(cfg, "connections", 1, 64, 4, &nconn, NULL);
+    int_field(cfg, "timeout_ms", 1, 600000, 2000, &timeout_ms, NULL);
+
+    r->host = dup_or_null(host != NULL ? host : "127.0.0.1", &oom);
+    r->port = (int)port;
+    r->unix_socket = dup_or_null(sock, &oom);
+    r->db = db;
+    r->password = dup_or_null(password, &oom);
+    r->username = dup_or_null(username, &oom);
+    r->prefix = dup_or_null(prefix, &oom);
+    r->prefix_len = r->prefix != NULL ? strlen(r->prefix) : 0;
+    /* Clamped: converting a double beyond the range of uint64_t is undefined. */
+    r->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
+    r->nconn = (int)nconn;
+    r->timeout_ms = (int)timeout_ms;
+    r->instance = atomic_fetch_add(&g_instances, 1);
+    if (sock != NULL)
+        snprintf(r->endpoint, sizeof(r->endpoint), "unix:%s", sock);
+    else
+        snprintf(r->endpoint, sizeof(r->endpoint), "%s:%d", r->host ? r->host : "?", r->port);
+    r->locks = lmc_keymap_create(0);
+    r->sizes = r->capacity > 0 ? lmc_keymap_create(0) : NULL;
+    r->workers = calloc((size_t)r->nconn, sizeof(*r->workers));
+    if (oom || r->locks == NULL || (r->capacity > 0 && r->sizes == NULL) || r->workers == NULL) {
+        st = lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '" TYPE "': out of memory");
+        goto fail;
+    }
+    r->ctl.backoff_ms = BACKOFF_MIN_MS;
+    lmc_l2_adapter_set_capacity(base, r->capacity);
+
+    /*
+     * Connect here, so a task submitted right after create finds Redis
+     * ready; stop at the first failure (a Redis that is down is not an
+     * error: the workers keep retrying, and create must not wait out a
+     * timeout per connection).
+     */
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    bool reachable = true;
+    for (int i = 0; i < r->nconn; i++) {
+        r->workers[i].r = r;
+        r->workers[i].conn.backoff_ms = BACKOFF_MIN_MS;
+        if (reachable && conn_open(r, &r->workers[i].conn))
+            r->live++;
+        else
+            reachable = false;
+    }
+    sigpipe_restore(&guard);
+    r->reconnects = (uint64_t)r->live;
+
+    for (int i = 0; i < r->nconn; i++) {
+        int e = pthread_create(&r->workers[i].thread, NULL, worker_main, &r->workers[i]);
+        if (e != 0) {
+            st = lmc_error_set(err, LMC_ERR_IO,
+                               "--l2-adapter: type '" TYPE "': cannot start worker: %s",
+                               strerror(e));
+            stop_workers(r);
+            goto fail;
+        }
+        r->workers[i].started = true;
+        /* Named from here rather than by the thread itself, so the name is set when create returns.
+         */
+        char name[16];
+        snprintf(name, sizeof(name), "l2-resp-%u-%u", r->instance % 100u, (unsigned)i % 100u);
+        pthread_setname_np(r->workers[i].thread, name);
+    }
+    *impl = r;
+    return LMC_OK;
+
+fail:
+    resp_free(r);
+    return st;
+}
+
+static void resp_destroy(void *impl)
+{
+    resp_adapter *r = impl;
+    if (r == NULL)
+        return;
+    /* Running tasks finish (bounded by timeout_ms per exchange); queued ones fail. */
+    stop_workers(r);
+    lmc_l2_task *t;
+    while ((t = lmc_l2_task_queue_pop(&r->queue)) != NULL)
+        lmc_l2_task_fail(r->base, t);
+    resp_free(r);
+}
+
+const lmc_l2_adapter_ops lmc_l2_resp_ops = {
+    .type = TYPE,
+    .help = "Redis/Valkey over RESP: {\"type\": \"resp\", \"host\": H, \"port\": P, "
+            "\"unix_socket\": PATH, \"db\": N, \"password_env\": VAR, \"username_env\": VAR, "
+            "\"key_prefix\": S, \"max_capacity_gb\": N, \"connections\": 1-64, \"timeout_ms\": N}",
+    .check_config = resp_check_config,
+    .create = resp_create,
+    .submit_store = resp_submit_store,
+    .submit_lookup = resp_submit_lookup,
+    .submit_load = resp_submit_load,
+    .submit_unlock = resp_submit_unlock,
+    .delete_keys = resp_delete_keys,
+    .report_status = resp_report_status,
+    .is_healthy = resp_is_healthy,
+    .destroy = resp_destroy,
+    .replay_recovered = NULL,
+};
