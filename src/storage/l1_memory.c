@@ -440,6 +440,22 @@ static lmc_status make_shm_path(const char *name, char **out, lmc_error *err)
  * memory. Alignments above the page size reserve a larger range first and
  * trim it.
  */
+/*
+ * Ask for transparent huge pages on an anonymous pool (best effort): objects
+ * are filled in large sequential copies, and 2 MiB faults cost a fraction of
+ * 512 small ones. Pages are still faulted in only when first touched.
+ */
+static void advise_pool(const lmc_l1_memory *m, int fd)
+{
+#ifdef MADV_HUGEPAGE
+    if (fd < 0)
+        (void)madvise(m->base, m->capacity, MADV_HUGEPAGE);
+#else
+    (void)m;
+    (void)fd;
+#endif
+}
+
 static lmc_status map_pool(lmc_l1_memory *m, int fd, lmc_error *err)
 {
     const char *what = fd < 0 ? "anonymous" : m->shm_path;
@@ -452,6 +468,7 @@ static lmc_status map_pool(lmc_l1_memory *m, int fd, lmc_error *err)
         if (p == MAP_FAILED)
             goto fail;
         m->base = p;
+        advise_pool(m, fd);
         return LMC_OK;
     }
     if (m->capacity > UINT64_MAX - m->align)
@@ -477,6 +494,7 @@ static lmc_status map_pool(lmc_l1_memory *m, int fd, lmc_error *err)
     if (lo + span > end)
         munmap((void *)end, lo + span - end);
     m->base = p;
+    advise_pool(m, fd);
     return LMC_OK;
 
 fail:
