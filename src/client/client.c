@@ -20,6 +20,7 @@
  *    and a server that goes away makes calls time out at the send.
  *  - ZMQ_LINGER 0: destroy never blocks on undelivered messages.
  */
+#include "core/msgpack_util.h"
 #include "lmcache/client.h"
 
 #include <errno.h>
@@ -315,32 +316,6 @@ static bool obj_int(const msgpack_object *o, int64_t *v)
     return false;
 }
 
-static const char *obj_kind(const msgpack_object *o)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL:
-        return "nil";
-    case MSGPACK_OBJECT_BOOLEAN:
-        return "bool";
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return "int";
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        return "float";
-    case MSGPACK_OBJECT_STR:
-        return "str";
-    case MSGPACK_OBJECT_BIN:
-        return "bin";
-    case MSGPACK_OBJECT_ARRAY:
-        return "array";
-    case MSGPACK_OBJECT_MAP:
-        return "map";
-    default:
-        return "ext";
-    }
-}
-
 /* A call whose response is not looked at beyond "not an error". */
 static lmc_status call_ignore(lmc_client *c, lmc_op op, size_t n_payload, lmc_error *err)
 {
@@ -364,7 +339,7 @@ static lmc_status get_chunk_size(lmc_client *c, lmc_error *err)
     int64_t v;
     if (!obj_int(&up.data, &v) || v <= 0) {
         st = lmc_error_set(err, LMC_ERR_FORMAT, "get_chunk_size: expected a positive int, got %s",
-                           obj_kind(&up.data));
+                           lmc_msgpack_type_name(&up.data));
     } else {
         c->chunk_size = v;
     }
@@ -582,7 +557,7 @@ lmc_status lmc_client_ping(lmc_client *c, lmc_error *err)
     if (st != LMC_OK)
         return st;
     if (up.data.type != MSGPACK_OBJECT_BOOLEAN || !up.data.via.boolean)
-        st = lmc_error_set(err, LMC_ERR_FORMAT, "ping: expected true, got %s", obj_kind(&up.data));
+        st = lmc_error_set(err, LMC_ERR_FORMAT, "ping: expected true, got %s", lmc_msgpack_type_name(&up.data));
     msgpack_unpacked_destroy(&up);
     return st;
 }
@@ -649,7 +624,7 @@ lmc_status lmc_client_lookup(lmc_client *c, const char *request_id, const uint32
         int64_t v;
         bool is_int = obj_int(&up.data, &v);
         bool is_nil = up.data.type == MSGPACK_OBJECT_NIL;
-        const char *kind = obj_kind(&up.data);
+        const char *kind = lmc_msgpack_type_name(&up.data);
         msgpack_unpacked_destroy(&up);
         if (is_int) {
             if (v < 0)
@@ -714,7 +689,7 @@ static lmc_status transfer(lmc_client *c, lmc_op op, const char *request_id, con
     if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2 ||
         o->via.array.ptr[1].type != MSGPACK_OBJECT_BOOLEAN) {
         st = lmc_error_set(err, LMC_ERR_FORMAT, "%s: expected [bytes, bool], got %s", what,
-                           obj_kind(o));
+                           lmc_msgpack_type_name(o));
     } else {
         *ok = o->via.array.ptr[1].via.boolean;
     }

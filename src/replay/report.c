@@ -27,61 +27,12 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/strbuf.h"
 
 #define REPORT_TITLE "Trace Replay Result"
 #define REPORT_WIDTH 64
 
 /* ---- a growable string ------------------------------------------------ */
-
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} strbuf;
-
-static void sb_append(strbuf *b, const char *text, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, text, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *text)
-{
-    sb_append(b, text, strlen(text));
-}
-
-static void sb_repeat(strbuf *b, char c, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        sb_append(b, &c, 1);
-}
-
-/* The string, or NULL (and nothing leaked) when memory ran out. */
-static char *sb_finish(strbuf *b)
-{
-    if (b->oom) {
-        free(b->p);
-        return NULL;
-    }
-    if (b->p == NULL)
-        return strdup("");
-    return b->p;
-}
 
 /* ---- Python-compatible pieces ----------------------------------------- */
 
@@ -90,18 +41,18 @@ static char *sb_finish(strbuf *b)
  * character on the left only when the width is odd too (CPython's
  * left = marg / 2 + (marg & width & 1)).
  */
-static void center_into(strbuf *b, const char *text, size_t width, char fill)
+static void center_into(lmc_strbuf *b, const char *text, size_t width, char fill)
 {
     size_t n = strlen(text);
     if (n >= width) {
-        sb_append(b, text, n);
+        lmc_strbuf_append(b, text, n);
         return;
     }
     size_t marg = width - n;
     size_t left = marg / 2 + (marg & width & 1);
-    sb_repeat(b, fill, left);
-    sb_append(b, text, n);
-    sb_repeat(b, fill, marg - left);
+    lmc_strbuf_repeat(b, fill, left);
+    lmc_strbuf_append(b, text, n);
+    lmc_strbuf_repeat(b, fill, marg - left);
 }
 
 void lmc_center(const char *text, size_t width, char fill, char *buf)
@@ -185,32 +136,32 @@ static const char *format_value(const lmc_metric *m, char *buf, size_t len)
 char *lmc_metrics_format_terminal(const char *title, const lmc_metric_section *sections,
                                   size_t n_sections, size_t width)
 {
-    strbuf b = {0};
-    sb_puts(&b, " ");
-    sb_puts(&b, title);
-    sb_puts(&b, " ");
-    char *title_text = sb_finish(&b);
+    lmc_strbuf b = {0};
+    lmc_strbuf_puts(&b, " ");
+    lmc_strbuf_puts(&b, title);
+    lmc_strbuf_puts(&b, " ");
+    char *title_text = lmc_strbuf_finish(&b);
     if (title_text == NULL)
         return NULL;
-    b = (strbuf){0};
+    b = (lmc_strbuf){0};
     center_into(&b, title_text, width, '=');
     free(title_text);
-    sb_puts(&b, "\n");
+    lmc_strbuf_puts(&b, "\n");
     for (size_t s = 0; s < n_sections; s++) {
         const lmc_metric_section *sec = &sections[s];
         if (sec->label != NULL) {
-            strbuf h = {0};
-            sb_puts(&h, " ");
-            sb_puts(&h, sec->label);
-            sb_puts(&h, " ");
-            char *header = sb_finish(&h);
+            lmc_strbuf h = {0};
+            lmc_strbuf_puts(&h, " ");
+            lmc_strbuf_puts(&h, sec->label);
+            lmc_strbuf_puts(&h, " ");
+            char *header = lmc_strbuf_finish(&h);
             if (header == NULL) {
                 b.oom = true;
                 break;
             }
             center_into(&b, header, width, '-');
             free(header);
-            sb_puts(&b, "\n");
+            lmc_strbuf_puts(&b, "\n");
         }
         for (size_t e = 0; e < sec->n_entries; e++) {
             const lmc_metric *m = &sec->entries[e];
@@ -221,16 +172,16 @@ char *lmc_metrics_format_terminal(const char *title, const lmc_metric_section *s
             size_t pad = 1;
             if (width > label_len + value_len + 1)
                 pad = width - label_len - value_len;
-            sb_puts(&b, m->label);
-            sb_puts(&b, ":");
-            sb_repeat(&b, ' ', pad);
-            sb_append(&b, value, value_len);
-            sb_puts(&b, "\n");
+            lmc_strbuf_puts(&b, m->label);
+            lmc_strbuf_puts(&b, ":");
+            lmc_strbuf_repeat(&b, ' ', pad);
+            lmc_strbuf_append(&b, value, value_len);
+            lmc_strbuf_puts(&b, "\n");
         }
     }
-    sb_repeat(&b, '=', width);
-    sb_puts(&b, "\n");
-    return sb_finish(&b);
+    lmc_strbuf_repeat(&b, '=', width);
+    lmc_strbuf_puts(&b, "\n");
+    return lmc_strbuf_finish(&b);
 }
 
 static lmc_json *metric_json(const lmc_metric *m)

@@ -33,6 +33,7 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/strbuf.h"
 
 typedef struct samples {
     double *v;
@@ -427,94 +428,34 @@ lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s)
 
 /* ---- exports ---------------------------------------------------------- */
 
-typedef struct strbuf {
-    char *p;
-    size_t len, cap;
-    bool oom;
-} strbuf;
-
-static void sb_append(strbuf *b, const char *text, size_t n)
-{
-    if (b->oom)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (p == NULL) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, text, n);
-    b->len += n;
-    b->p[b->len] = '\0';
-}
-
-static void sb_puts(strbuf *b, const char *text)
-{
-    sb_append(b, text, strlen(text));
-}
-
-static void sb_printf(strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void sb_printf(strbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-        b->oom = true;
-        return;
-    }
-    if ((size_t)n < sizeof(tmp)) {
-        sb_append(b, tmp, (size_t)n);
-        return;
-    }
-    char *big = malloc((size_t)n + 1);
-    if (big == NULL) {
-        b->oom = true;
-        return;
-    }
-    va_start(ap, fmt);
-    vsnprintf(big, (size_t)n + 1, fmt, ap);
-    va_end(ap);
-    sb_append(b, big, (size_t)n);
-    free(big);
-}
-
 /*
  * One CSV field, Python csv QUOTE_MINIMAL with the default dialect: quote
  * when the field holds the delimiter, the quote character or a character
  * of the "\r\n" line terminator; inner quotes are doubled.
  */
-static void csv_field(strbuf *b, const char *field)
+static void csv_field(lmc_strbuf *b, const char *field)
 {
     if (strpbrk(field, ",\"\r\n") == NULL) {
-        sb_puts(b, field);
+        lmc_strbuf_puts(b, field);
         return;
     }
-    sb_append(b, "\"", 1);
+    lmc_strbuf_append(b, "\"", 1);
     for (const char *p = field; *p; p++) {
         if (*p == '"')
-            sb_append(b, "\"\"", 2);
+            lmc_strbuf_append(b, "\"\"", 2);
         else
-            sb_append(b, p, 1);
+            lmc_strbuf_append(b, p, 1);
     }
-    sb_append(b, "\"", 1);
+    lmc_strbuf_append(b, "\"", 1);
 }
 
 /* Python's "%.6f" % x: as C, except that a NaN never carries a sign. */
-static void csv_float(strbuf *b, double x)
+static void csv_float(lmc_strbuf *b, double x)
 {
     if (isnan(x))
-        sb_puts(b, ",nan");
+        lmc_strbuf_puts(b, ",nan");
     else
-        sb_printf(b, ",%.6f", x);
+        lmc_strbuf_printf(b, ",%.6f", x);
 }
 
 static lmc_status write_file(const char *path, const char *data, size_t len, lmc_error *err)
@@ -539,19 +480,19 @@ lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc
     size_t n;
     if (summary_build(s, &ops, &n) != LMC_OK)
         return lmc_error_set(err, LMC_ERR_NOMEM, "CSV summary '%s': out of memory", path);
-    strbuf b = {0};
-    sb_puts(&b, "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms\r\n");
+    lmc_strbuf b = {0};
+    lmc_strbuf_puts(&b, "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms\r\n");
     for (size_t i = 0; i < n; i++) {
         const lmc_op_stats *o = &ops[i];
         csv_field(&b, o->qualname);
-        sb_printf(&b, ",%" PRIu64 ",%" PRIu64, o->count, o->error_count);
+        lmc_strbuf_printf(&b, ",%" PRIu64 ",%" PRIu64, o->count, o->error_count);
         csv_float(&b, o->mean_ms);
         csv_float(&b, o->p50_ms);
         csv_float(&b, o->p90_ms);
         csv_float(&b, o->p99_ms);
         csv_float(&b, o->min_ms);
         csv_float(&b, o->max_ms);
-        sb_puts(&b, "\r\n");
+        lmc_strbuf_puts(&b, "\r\n");
     }
     lmc_replay_stats_free_summary(ops, n);
     lmc_status st;
@@ -628,10 +569,10 @@ lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lm
     if (ok)
         text = lmc_json_dumps(root, LMC_JSON_SORT_KEYS, 2, &len);
     lmc_json_free(root);
-    strbuf b = {0};
+    lmc_strbuf b = {0};
     if (text != NULL) {
-        sb_append(&b, text, len);
-        sb_append(&b, "\n", 1);
+        lmc_strbuf_append(&b, text, len);
+        lmc_strbuf_append(&b, "\n", 1);
         free(text);
     }
     if (text == NULL || b.oom)

@@ -29,6 +29,7 @@
  * encode/decode (including those made by codecs) goes through, so a cyclic
  * value or a hostile payload cannot exhaust the stack.
  */
+#include "core/msgpack_util.h"
 #include "trace/codec.h"
 
 #include <inttypes.h>
@@ -305,33 +306,6 @@ static int pack_lit(msgpack_packer *pk, const char *s)
     return pack_str(pk, s, strlen(s));
 }
 
-static const char *obj_type_name(const msgpack_object *o)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL:
-        return "nil";
-    case MSGPACK_OBJECT_BOOLEAN:
-        return "bool";
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return "int";
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        return "float";
-    case MSGPACK_OBJECT_STR:
-        return "str";
-    case MSGPACK_OBJECT_ARRAY:
-        return "array";
-    case MSGPACK_OBJECT_MAP:
-        return "map";
-    case MSGPACK_OBJECT_BIN:
-        return "bin";
-    case MSGPACK_OBJECT_EXT:
-        return "ext";
-    }
-    return "unknown";
-}
-
 static bool obj_str_is(const msgpack_object *o, const char *lit, size_t n)
 {
     return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
@@ -446,7 +420,7 @@ static lmc_status get_int(const msgpack_object *o, const char *tag, const char *
         *out = o->via.i64;
         return LMC_OK;
     }
-    return bad_payload(err, tag, "'%s' must be an int, got %s", field, obj_type_name(o));
+    return bad_payload(err, tag, "'%s' must be an int, got %s", field, lmc_msgpack_type_name(o));
 }
 
 static lmc_status get_float(const msgpack_object *o, const char *tag, const char *field,
@@ -464,7 +438,7 @@ static lmc_status get_float(const msgpack_object *o, const char *tag, const char
         *out = (double)o->via.i64;
         return LMC_OK;
     default:
-        return bad_payload(err, tag, "'%s' must be a float, got %s", field, obj_type_name(o));
+        return bad_payload(err, tag, "'%s' must be a float, got %s", field, lmc_msgpack_type_name(o));
     }
 }
 
@@ -480,7 +454,7 @@ static lmc_status need_type(const msgpack_object *o, msgpack_object_type type, c
                             const char *field, const char *want, lmc_error *err)
 {
     if (o->type != type)
-        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want, obj_type_name(o));
+        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want, lmc_msgpack_type_name(o));
     return LMC_OK;
 }
 
@@ -575,7 +549,7 @@ static lmc_status dec_object_key(const msgpack_object *p, lmc_arena *a, lmc_tv *
     static const char tag[] = "ObjectKey";
     lmc_status st;
     if (p->type != MSGPACK_OBJECT_MAP)
-        return bad_payload(err, tag, "expected a map, got %s", obj_type_name(p));
+        return bad_payload(err, tag, "expected a map, got %s", lmc_msgpack_type_name(p));
     const msgpack_object *hash, *model, *rank, *group, *salt;
     const map_field fields[] = {FIELD("chunk_hash", &hash), FIELD("model_name", &model),
                                 FIELD("kv_rank", &rank), FIELD("object_group_id", &group),
@@ -677,7 +651,7 @@ static lmc_status dec_layout(const msgpack_object *p, lmc_arena *a, lmc_tv *out,
     static const char tag[] = "MemoryLayoutDesc";
     lmc_status st;
     if (p->type != MSGPACK_OBJECT_MAP)
-        return bad_payload(err, tag, "expected a map, got %s", obj_type_name(p));
+        return bad_payload(err, tag, "expected a map, got %s", lmc_msgpack_type_name(p));
     const msgpack_object *shapes = map_get(p, "shapes");
     const msgpack_object *dtypes = map_get(p, "dtypes");
     if ((st = need_field(shapes, tag, "shapes", err)) != LMC_OK ||
@@ -835,7 +809,7 @@ static lmc_status dec_handle(const msgpack_object *p, lmc_arena *a, lmc_tv *out,
     static const char tag[] = "PrefetchHandle";
     lmc_status st;
     if (p->type != MSGPACK_OBJECT_MAP)
-        return bad_payload(err, tag, "expected a map, got %s", obj_type_name(p));
+        return bad_payload(err, tag, "expected a map, got %s", lmc_msgpack_type_name(p));
     const msgpack_object *req, *ext, *hits, *found, *total, *when, *l2;
     const map_field fields[] = {
         FIELD("prefetch_request_id", &req),    FIELD("external_request_id", &ext),
@@ -1221,7 +1195,7 @@ static lmc_status decode_tagged(const msgpack_object *o, const msgpack_object *t
         return lmc_error_set(err, LMC_ERR_FORMAT,
                              "trace.codecs: the '__t__' tag must be a str, "
                              "got %s",
-                             obj_type_name(tag));
+                             lmc_msgpack_type_name(tag));
     const char *t = tag->via.str.ptr;
     size_t tlen = tag->via.str.size;
     int shown = (int)(tlen > 96 ? 96 : tlen);
@@ -1235,7 +1209,7 @@ static lmc_status decode_tagged(const msgpack_object *o, const msgpack_object *t
                              shown, t);
     if (is_tuple) {
         if (payload->type != MSGPACK_OBJECT_ARRAY)
-            return bad_payload(err, TUPLE_TAG, "expected a list, got %s", obj_type_name(payload));
+            return bad_payload(err, TUPLE_TAG, "expected a list, got %s", lmc_msgpack_type_name(payload));
         return decode_items(payload, a, out, LMC_TV_TUPLE, err);
     }
     return c->decode(payload, a, out, err);
@@ -1308,7 +1282,7 @@ static lmc_status decode_inner(const msgpack_object *o, lmc_arena *a, lmc_tv *ou
         break;
     }
     return lmc_error_set(err, LMC_ERR_FORMAT, "trace.codecs: unsupported msgpack type %s",
-                         obj_type_name(o));
+                         lmc_msgpack_type_name(o));
 }
 
 lmc_status lmc_codec_decode_value(const msgpack_object *o, lmc_arena *a, lmc_tv *out,
@@ -1329,7 +1303,7 @@ lmc_status lmc_codec_decode_args(const msgpack_object *map, lmc_arena *a, lmc_tr
     *args = NULL;
     *n = 0;
     if (map->type != MSGPACK_OBJECT_MAP)
-        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s", obj_type_name(map));
+        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s", lmc_msgpack_type_name(map));
     size_t cnt = map->via.map.size;
     lmc_trace_arg *out = arena_array(a, cnt, sizeof(lmc_trace_arg), err);
     if (out == NULL)
@@ -1338,7 +1312,7 @@ lmc_status lmc_codec_decode_args(const msgpack_object *map, lmc_arena *a, lmc_tr
         const msgpack_object *k = &map->via.map.ptr[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
             return lmc_error_set(err, LMC_ERR_FORMAT, "args keys must be str, got %s",
-                                 obj_type_name(k));
+                                 lmc_msgpack_type_name(k));
         char *name = arena_strdup(a, k->via.str.ptr, k->via.str.size, err);
         if (name == NULL)
             return LMC_ERR_NOMEM;

@@ -36,6 +36,7 @@
  *
  * Threads: none; pure functions over caller-owned buffers.
  */
+#include "core/msgpack_util.h"
 #include "trace/format.h"
 
 #include <inttypes.h>
@@ -492,33 +493,6 @@ static lmc_status parse_body(const void *body, size_t len, const char *what, lmc
 /* Field helpers                                                           */
 /* ---------------------------------------------------------------------- */
 
-static const char *obj_type_name(const msgpack_object *o)
-{
-    switch (o->type) {
-    case MSGPACK_OBJECT_NIL:
-        return "nil";
-    case MSGPACK_OBJECT_BOOLEAN:
-        return "bool";
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return "int";
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        return "float";
-    case MSGPACK_OBJECT_STR:
-        return "str";
-    case MSGPACK_OBJECT_ARRAY:
-        return "array";
-    case MSGPACK_OBJECT_MAP:
-        return "map";
-    case MSGPACK_OBJECT_BIN:
-        return "bin";
-    case MSGPACK_OBJECT_EXT:
-        return "ext";
-    }
-    return "unknown";
-}
-
 static bool str_is(const char *p, size_t n, const char *lit)
 {
     size_t m = strlen(lit);
@@ -558,7 +532,7 @@ static lmc_status get_float(const msgpack_object *o, const char *what, const cha
         *out = (double)o->via.i64;
         return LMC_OK;
     default:
-        return wrong_type(err, what, field, "float", obj_type_name(o));
+        return wrong_type(err, what, field, "float", lmc_msgpack_type_name(o));
     }
 }
 
@@ -576,14 +550,14 @@ static lmc_status get_int(const msgpack_object *o, const char *what, const char 
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
         return lmc_error_set(err, LMC_ERR_FORMAT, "%s.%s: %" PRIu64 " is out of range", what, field,
                              o->via.u64);
-    return wrong_type(err, what, field, "int", obj_type_name(o));
+    return wrong_type(err, what, field, "int", lmc_msgpack_type_name(o));
 }
 
 static lmc_status get_str(const msgpack_object *o, const char *what, const char *field, char **out,
                           lmc_error *err)
 {
     if (o->type != MSGPACK_OBJECT_STR)
-        return wrong_type(err, what, field, "str", obj_type_name(o));
+        return wrong_type(err, what, field, "str", lmc_msgpack_type_name(o));
     char *s = strndup(o->via.str.size > 0 ? o->via.str.ptr : "", o->via.str.size);
     if (s == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "%s.%s: out of memory", what, field);
@@ -781,7 +755,7 @@ static lmc_status decode_level_meta(const msgpack_object *m, lmc_trace_header *h
 {
     static const char what[] = "Header";
     if (m->type != MSGPACK_OBJECT_MAP)
-        return wrong_type(err, what, "level_meta", "map", obj_type_name(m));
+        return wrong_type(err, what, "level_meta", "map", lmc_msgpack_type_name(m));
     size_t n = m->via.map.size;
     lmc_status st = LMC_OK;
     char **keys = NULL, **vals = NULL;
@@ -791,7 +765,7 @@ static lmc_status decode_level_meta(const msgpack_object *m, lmc_trace_header *h
     for (size_t i = 0; i < n; i++) {
         const msgpack_object *k = &m->via.map.ptr[i].key;
         if (k->type != MSGPACK_OBJECT_STR) {
-            st = wrong_type(err, what, "level_meta", "str keys", obj_type_name(k));
+            st = wrong_type(err, what, "level_meta", "str keys", lmc_msgpack_type_name(k));
             goto fail;
         }
         pairs[i].key = strndup(k->via.str.size > 0 ? k->via.str.ptr : "", k->via.str.size);
@@ -861,17 +835,17 @@ lmc_status lmc_trace_decode_header(const void *body, size_t len, lmc_trace_heade
         const msgpack_object *v = &map->via.map.ptr[i].val;
         if (k->type != MSGPACK_OBJECT_STR) {
             st = lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys must be str, got %s", what,
-                               obj_type_name(k));
+                               lmc_msgpack_type_name(k));
             break;
         }
         const char *kp = k->via.str.ptr;
         size_t kn = k->via.str.size;
         if (str_is(kp, kn, "type")) {
             st = check_tag(v->via.str.ptr, v->via.str.size, v->type == MSGPACK_OBJECT_STR,
-                           obj_type_name(v), what, "header", err);
+                           lmc_msgpack_type_name(v), what, "header", err);
         } else if (str_is(kp, kn, "magic")) {
             if (v->type != MSGPACK_OBJECT_BIN) {
-                st = wrong_type(err, what, "magic", "bytes", obj_type_name(v));
+                st = wrong_type(err, what, "magic", "bytes", lmc_msgpack_type_name(v));
             } else {
                 /* Longer magics are cut; they cannot match anyway. */
                 h->magic_len =
@@ -1353,14 +1327,14 @@ lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
         const msgpack_object *v = &map->via.map.ptr[i].val;
         if (k->type != MSGPACK_OBJECT_STR) {
             st = lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys must be str, got %s", what,
-                               obj_type_name(k));
+                               lmc_msgpack_type_name(k));
             break;
         }
         const char *kp = k->via.str.ptr;
         size_t kn = k->via.str.size;
         if (str_is(kp, kn, "type")) {
             st = check_tag(v->via.str.ptr, v->via.str.size, v->type == MSGPACK_OBJECT_STR,
-                           obj_type_name(v), what, "record", err);
+                           lmc_msgpack_type_name(v), what, "record", err);
         } else if (str_is(kp, kn, "t_mono")) {
             st = get_float(v, what, "t_mono", &rec->t_mono, err);
             have_mono = true;
@@ -1369,11 +1343,11 @@ lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
             have_wall = true;
         } else if (str_is(kp, kn, "qualname")) {
             if (v->type != MSGPACK_OBJECT_STR)
-                st = wrong_type(err, what, "qualname", "str", obj_type_name(v));
+                st = wrong_type(err, what, "qualname", "str", lmc_msgpack_type_name(v));
             qualname = v;
         } else if (str_is(kp, kn, "args")) {
             if (v->type != MSGPACK_OBJECT_MAP)
-                st = wrong_type(err, what, "args", "map", obj_type_name(v));
+                st = wrong_type(err, what, "args", "map", lmc_msgpack_type_name(v));
             args = v;
         }
     }

@@ -1,0 +1,80 @@
+/*
+ * strbuf.c -- a growable NUL-terminated string builder (see strbuf.h).
+ */
+#include "core/strbuf.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void lmc_strbuf_append(lmc_strbuf *b, const char *text, size_t n)
+{
+    if (b->oom)
+        return;
+    if (b->len + n + 1 > b->cap) {
+        size_t cap = b->cap ? b->cap : 256;
+        while (cap < b->len + n + 1)
+            cap *= 2;
+        char *p = realloc(b->p, cap);
+        if (p == NULL) {
+            b->oom = true;
+            return;
+        }
+        b->p = p;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, text, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+void lmc_strbuf_puts(lmc_strbuf *b, const char *text)
+{
+    lmc_strbuf_append(b, text, strlen(text));
+}
+
+void lmc_strbuf_repeat(lmc_strbuf *b, char c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        lmc_strbuf_append(b, &c, 1);
+}
+
+void lmc_strbuf_printf(lmc_strbuf *b, const char *fmt, ...)
+{
+    char tmp[512];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    if ((size_t)n < sizeof(tmp)) {
+        lmc_strbuf_append(b, tmp, (size_t)n);
+        return;
+    }
+    char *big = malloc((size_t)n + 1);
+    if (big == NULL) {
+        b->oom = true;
+        return;
+    }
+    va_start(ap, fmt);
+    vsnprintf(big, (size_t)n + 1, fmt, ap);
+    va_end(ap);
+    lmc_strbuf_append(b, big, (size_t)n);
+    free(big);
+}
+
+char *lmc_strbuf_finish(lmc_strbuf *b)
+{
+    if (b->oom) {
+        free(b->p);
+        b->p = NULL;
+        return NULL;
+    }
+    if (b->p == NULL)
+        return strdup("");
+    return b->p;
+}
