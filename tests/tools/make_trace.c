@@ -5,7 +5,7 @@
  * usage: make_trace KIND OUT.lct
  *   store      reserve_write(new) + finish_write of 4 keys, 50 ms apart
  *   cycle      store, submit_prefetch_task, read enter/exit, finish_read
- *   schema1    the store trace with trace_schema_version 1, keys without cache_salt
+ *   schema1    the store trace with trace_schema_version 1 in the header
  *   unknown    the store trace plus a record of an unknown qualname
  *   badmagic   a header whose magic is WRNG
  *   empty      an empty file
@@ -118,7 +118,8 @@ int main(int argc, char **argv)
         die("unknown kind");
     }
     FILE *f = fopen(argv[2], "wb");
-    if (f == NULL || fwrite(buf.data, 1, buf.size, f) != buf.size || fclose(f) != 0)
+    if (f == NULL || (buf.size > 0 && fwrite(buf.data, 1, buf.size, f) != buf.size) ||
+        fclose(f) != 0)
         die("cannot write the output");
     msgpack_sbuffer_destroy(&buf);
     return 0;
