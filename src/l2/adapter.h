@@ -351,5 +351,7 @@ extern const lmc_l2_adapter_ops lmc_l2_fs_ops;
 extern const lmc_l2_adapter_ops lmc_l2_mock_ops;
 /* Redis/Valkey over RESP through hiredis (resp.c). */
 extern const lmc_l2_adapter_ops lmc_l2_resp_ops;
+/* Wraps another adapter and injects failures and delays (fault_inject.c). */
+extern const lmc_l2_adapter_ops lmc_l2_fault_inject_ops;
 
 #endif

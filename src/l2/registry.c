@@ -10,6 +10,7 @@
 #include "l2/adapter.h"
 
 static const lmc_l2_adapter_ops *const g_types[] = {
+    &lmc_l2_fault_inject_ops,
     &lmc_l2_fs_ops,
     &lmc_l2_mock_ops,
     &lmc_l2_resp_ops,
@@ -31,5 +32,5 @@ const lmc_l2_adapter_ops *lmc_l2_find_type(const char *type)
 const char *lmc_l2_type_names(void)
 {
     /* Kept in step with g_types by the registry test. */
-    return "fs, mock, resp";
+    return "fault_inject, fs, mock, resp";
 }

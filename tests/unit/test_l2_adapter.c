@@ -70,9 +70,10 @@ static void test_config_rejects_bad_top_level(void **state)
     static const config_case cases[] = {
         {"[1, 2]", "--l2-adapter: expected a JSON object"},
         {"\"fs\"", "--l2-adapter: expected a JSON object"},
-        {"{}", "--l2-adapter: field 'type' is required (known: fs, mock, resp)"},
+        {"{}", "--l2-adapter: field 'type' is required (known: fault_inject, fs, mock, resp)"},
         {"{\"type\": 3}", "--l2-adapter: field 'type' must be a string (got 3)"},
-        {"{\"type\": \"xyz\"}", "--l2-adapter: unknown type 'xyz' (known: fs, mock, resp)"},
+        {"{\"type\": \"xyz\"}",
+         "--l2-adapter: unknown type 'xyz' (known: fault_inject, fs, mock, resp)"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         expect_rejected(&cases[i]);
@@ -193,7 +194,8 @@ static void test_config_accepts_valid_objects(void **state)
 static void test_registry_lists_every_type(void **state)
 {
     (void)state;
-    assert_string_equal(lmc_l2_type_names(), "fs, mock, resp");
+    assert_string_equal(lmc_l2_type_names(), "fault_inject, fs, mock, resp");
+    assert_ptr_equal(lmc_l2_find_type("fault_inject"), &lmc_l2_fault_inject_ops);
     assert_ptr_equal(lmc_l2_find_type("fs"), &lmc_l2_fs_ops);
     assert_ptr_equal(lmc_l2_find_type("mock"), &lmc_l2_mock_ops);
     assert_ptr_equal(lmc_l2_find_type("resp"), &lmc_l2_resp_ops);
