@@ -1190,9 +1190,31 @@ static void accept_request(lmc_server *s)
     pthread_mutex_unlock(&s->q_mu);
 }
 
+/*
+ * The shutdown audit: after the controllers go idle, the L1 allocator must
+ * be consistent, and a non-forced clear must leave nothing behind -- an
+ * object it cannot drop still holds a read or write lock.
+ */
+static void audit(lmc_server *s, bool *memcheck_ok, uint64_t *locked_bytes)
+{
+    lmc_sm_wait_idle(s->sm, 10000);
+    char why[256] = "";
+    *memcheck_ok = lmc_sm_memcheck(s->sm, why, sizeof(why));
+    if (!*memcheck_ok)
+        LMC_ERROR(LOG_COMP, "shutdown audit: L1 memcheck failed: %s", why);
+    lmc_sm_clear(s->sm, false);
+    uint64_t total;
+    lmc_sm_l1_usage(s->sm, locked_bytes, &total);
+    LMC_INFO(LOG_COMP, "shutdown audit: memcheck %s, %llu bytes of L1 still locked",
+             *memcheck_ok ? "ok" : "FAILED", (unsigned long long)*locked_bytes);
+}
+
 static void write_counters(lmc_server *s)
 {
     lmc_server_counters c = lmc_server_get_counters(s);
+    bool memcheck_ok;
+    uint64_t locked_bytes;
+    audit(s, &memcheck_ok, &locked_bytes);
     LMC_INFO(LOG_COMP, "StorageManager calls: reserve_write=%llu finish_write=%llu "
              "submit_prefetch_task=%llu finish_read_prefetched=%llu read_enter=%llu "
              "read_exit=%llu; requests=%llu errors=%llu",
@@ -1212,12 +1234,14 @@ static void write_counters(lmc_server *s)
     fprintf(f,
             "{\"reserve_write\": %llu, \"finish_write\": %llu, \"submit_prefetch_task\": %llu, "
             "\"finish_read_prefetched\": %llu, \"read_prefetched_results.__enter__\": %llu, "
-            "\"read_prefetched_results.__exit__\": %llu, \"requests\": %llu, \"errors\": %llu}\n",
+            "\"read_prefetched_results.__exit__\": %llu, \"requests\": %llu, \"errors\": %llu, "
+            "\"memcheck_ok\": %s, \"l1_locked_bytes_at_exit\": %llu}\n",
             (unsigned long long)c.reserve_write, (unsigned long long)c.finish_write,
             (unsigned long long)c.submit_prefetch_task,
             (unsigned long long)c.finish_read_prefetched, (unsigned long long)c.read_enter,
             (unsigned long long)c.read_exit, (unsigned long long)c.requests,
-            (unsigned long long)c.errors);
+            (unsigned long long)c.errors, memcheck_ok ? "true" : "false",
+            (unsigned long long)locked_bytes);
     fclose(f);
 }
 

@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# Soak: a recording server under several concurrent clients with different
+# request mixes, clients killed mid-request, clear calls racing everything,
+# and a burst of garbage, for SOAK_SECONDS (default 20; scripts/soak runs it
+# longer). At the end: 0 corrupt chunks, L1 memcheck clean, no lock left held
+# once the TTLs pass, the trace's counts equal the server's counters, and a
+# replay of the trace completes with 0 failed records.
+# Usage: test_soak.sh path/to/lmcache path/to/tools-dir
+set -u
+LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
+TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
+SECONDS_TOTAL=${SOAK_SECONDS:-20}
+TTL=5
+T=$(mktemp -d)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -f /dev/shm/lmcache-client-* 2>/dev/null  # regions of clients killed by the test
+    rm -rf "$T"
+}
+trap cleanup EXIT
+pass=0 fail=0
+expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+P=lmcache.v1.distributed.storage_manager.StorageManager
+
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+    echo $((20000 + RANDOM % 20000)))
+mkdir -p "$T/l2"
+LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$PORT" --max-workers 2 --l1-size-gb 0.02 \
+    --eviction-policy LRU --l1-read-ttl-seconds $TTL --l1-write-ttl-seconds $TTL \
+    --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2\"}" \
+    --trace-level storage --trace-output "$T/soak.lct" --counters-output "$T/counters.json" \
+    2> "$T/server.log" &
+SERVER=$!
+PIDS+=("$SERVER")
+for _ in $(seq 1 100); do
+    grep -q "listening on" "$T/server.log" 2>/dev/null && break
+    sleep 0.1
+done
+
+END=$(( $(date +%s) + SECONDS_TOTAL ))
+BENCH=(--port "$PORT" --bytes-per-token 16 --json --timeout-ms 60000)
+
+# Client A: synthetic chats, one after another.
+( i=0; while [ "$(date +%s)" -lt "$END" ]; do
+      i=$((i + 1))
+      "$LMCACHE" bench server "${BENCH[@]}" --users 6 --rounds 3 --seed "$i" > "$T/a.$i.json" 2>/dev/null || echo "a.$i" >> "$T/failed"
+  done ) &
+A=$!
+# Client B: Mooncake requests, two threads.
+( i=0; while [ "$(date +%s)" -lt "$END" ]; do
+      i=$((i + 1))
+      "$LMCACHE" bench server "${BENCH[@]}" --trace "$MOONCAKE" --max-requests 40 --time-scale 0 \
+          --concurrency 2 > "$T/b.$i.json" 2>/dev/null || echo "b.$i" >> "$T/failed"
+  done ) &
+B=$!
+# Client C: killed mid-run, again and again (it vanishes holding lookups).
+( while [ "$(date +%s)" -lt "$END" ]; do
+      "$LMCACHE" bench server "${BENCH[@]}" --users 8 --rounds 4 --seed 99 > /dev/null 2>&1 &
+      c=$!
+      sleep 0.$((RANDOM % 9 + 1))
+      kill -9 "$c" 2>/dev/null
+      wait "$c" 2>/dev/null
+      rm -f /dev/shm/lmcache-client-"$c"-* 2>/dev/null
+  done ) &
+C=$!
+# Clears racing everything, and one burst of garbage.
+"$TOOLS/clear_loop" 127.0.0.1 "$PORT" "$SECONDS_TOTAL" 300 > "$T/clear.out" 2>&1 &
+D=$!
+"$TOOLS/send_garbage" 127.0.0.1 "$PORT" 200 > "$T/garbage.out" 2>&1
+expect "garbage gets error replies: $(cat "$T/garbage.out")" $?
+wait "$A" "$B" "$C"
+wait "$D"; expect "clear calls succeed: $(cat "$T/clear.out")" $?
+
+runs=$(ls "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
+[ "$runs" -ge 2 ]; expect "clients completed runs ($runs)" $?
+[ ! -f "$T/failed" ]; expect "every client run exited 0 ($(cat "$T/failed" 2>/dev/null | tr '\n' ' '))" $?
+bad=$(grep -L '"corrupt_chunks": 0' "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
+[ "$bad" = 0 ]; expect "0 corrupt chunks in every run" $?
+requests=$(cat "$T"/a.*.json "$T"/b.*.json 2>/dev/null | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p' | awk '{s += $1} END {print s + 0}')
+echo "soak: $runs client runs, $requests requests verified, $SECONDS_TOTAL s"
+
+# Let every lock's TTL pass, then stop: the shutdown audit must find none held.
+sleep $((TTL + 1))
+kill -TERM "$SERVER"
+wait "$SERVER"; expect "the server shuts down cleanly" $?
+grep -q '"memcheck_ok": true' "$T/counters.json"; expect "L1 memcheck is clean" $?
+grep -q '"l1_locked_bytes_at_exit": 0' "$T/counters.json"
+expect "no lock is left held after the TTLs ($(sed -n 's/.*"l1_locked_bytes_at_exit": \([0-9]*\).*/\1/p' "$T/counters.json") bytes)" $?
+
+"$LMCACHE" trace info "$T/soak.lct" > "$T/info.txt"
+expect "trace info reads the soak trace" $?
+for op in reserve_write finish_write submit_prefetch_task finish_read_prefetched \
+    read_prefetched_results.__enter__ read_prefetched_results.__exit__; do
+    want=$(sed -n "s/.*\"$op\": \([0-9]*\).*/\1/p" "$T/counters.json")
+    got=$(sed -n "s/^    $P\.$op: \([0-9]*\)$/\1/p" "$T/info.txt")
+    [ "${got:-0}" = "${want:-missing}" ]
+    expect "trace count of $op (${got:-0}) equals the server's counter (${want:-missing})" $?
+done
+records=$(sed -n 's/^  total_records: *\([0-9]*\)$/\1/p' "$T/info.txt")
+
+mkdir -p "$T/replay" "$T/l2r"
+"$LMCACHE" trace replay "$T/soak.lct" --l1-size-gb 0.02 --eviction-policy LRU \
+    --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2r\"}" --output-dir "$T/replay" \
+    --time-scale 0.25 -q > /dev/null 2> "$T/replay.err"
+expect "the replay of $records records completes with 0 failed" $?
+
+echo "$pass passed, $fail failed"
+[ "$fail" = 0 ]
