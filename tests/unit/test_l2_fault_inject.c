@@ -275,8 +275,12 @@ static void test_destroy_completes_every_pending_task_once(void **state)
     for (uint32_t i = 0; i < N; i++) {
         lmc_bitmap bm;
         assert_true(lmc_l2_adapter_take_lookup_result(sink, 20 + i, &bm));
-        assert_int_equal(lmc_bitmap_popcount(&bm), 0); /* the inner and its locks are gone */
+        /* A lookup held back for its delay reports no hit (the inner and its
+         * locks are gone); one forwarded before destroy may report its real
+         * hit: which one a task is depends on the worker's timing. */
+        assert_true(lmc_bitmap_popcount(&bm) <= 1);
         lmc_bitmap_free(&bm);
+        assert_false(lmc_l2_adapter_take_lookup_result(sink, 20 + i, &bm));
         assert_true(lmc_l2_adapter_take_load_result(sink, 30 + i, &bm));
         lmc_bitmap_free(&bm);
         assert_false(lmc_l2_adapter_take_load_result(sink, 30 + i, &bm));
