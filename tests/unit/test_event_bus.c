@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "core/clock.h"
@@ -190,6 +191,22 @@ static int count_event_bus_threads(void)
         fclose(f);
     }
     closedir(d);
+    return n;
+}
+
+/*
+ * The number of "EventBus" threads once it stops changing towards want (at
+ * most 1 s): a joined thread can linger in /proc/self/task for a moment
+ * after pthread_join returns, because the kernel clears the tid before it
+ * reaps the task.
+ */
+static int settled_event_bus_threads(int want)
+{
+    int n = count_event_bus_threads();
+    for (int i = 0; i < 1000 && n != want; i++) {
+        usleep(1000);
+        n = count_event_bus_threads();
+    }
     return n;
 }
 
@@ -744,19 +761,19 @@ static void test_start_runs_callbacks_on_a_thread_named_EventBus(void **state)
     tap t = {rec, 1};
     lmc_event_bus *bus = bus_new(true, 0, SMALL_RING);
     assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
-    assert_int_equal(count_event_bus_threads(), 0);
+    assert_int_equal(settled_event_bus_threads(0), 0);
     assert_false(lmc_event_bus_running(bus));
 
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_true(lmc_event_bus_running(bus));
-    assert_int_equal(count_event_bus_threads(), 1);
+    assert_int_equal(settled_event_bus_threads(1), 1);
     assert_true(publish_int(bus, TYPE_A, 1));
     assert_int_equal(recorder_wait(rec, 1), 1);
     assert_string_equal(rec->recs[0].thread_name, "EventBus");
 
     lmc_event_bus_stop(bus);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(count_event_bus_threads(), 0);
+    assert_int_equal(settled_event_bus_threads(0), 0);
     lmc_event_bus_destroy(bus);
     recorder_free(rec);
 }
@@ -768,9 +785,9 @@ static void test_double_start_is_idempotent(void **state)
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_true(lmc_event_bus_running(bus));
-    assert_int_equal(count_event_bus_threads(), 1);
+    assert_int_equal(settled_event_bus_threads(1), 1);
     lmc_event_bus_destroy(bus);
-    assert_int_equal(count_event_bus_threads(), 0);
+    assert_int_equal(settled_event_bus_threads(0), 0);
 }
 
 static void test_double_stop_and_stop_without_start_are_safe(void **state)
@@ -849,7 +866,7 @@ static void test_start_after_stop_returns_closed(void **state)
     lmc_event_bus_stop(bus);
     assert_int_equal(lmc_event_bus_start(bus), LMC_ERR_CLOSED);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(count_event_bus_threads(), 0);
+    assert_int_equal(settled_event_bus_threads(0), 0);
     lmc_event_bus_destroy(bus);
 }
 
@@ -862,7 +879,7 @@ static void test_disabled_bus_starts_no_thread_and_drops_without_counting(void *
     assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(count_event_bus_threads(), 0);
+    assert_int_equal(settled_event_bus_threads(0), 0);
 
     assert_false(publish_int(bus, TYPE_A, 1));
     lmc_event_reservation r;
