@@ -485,11 +485,12 @@ static lmc_status make_keys(const uint8_t (*hashes)[32], size_t c0, size_t c1,
     return LMC_OK;
 }
 
+/* Chain-hash the full chunks of tokens[0:end) (nothing past end is needed). */
 static lmc_status hash_tokens(lmc_server *s, const lmc_ipc_key *key, uint8_t (**hashes)[32],
                               size_t *n_chunks, lmc_error *err)
 {
     size_t cs = (size_t)s->cfg.chunk_size;
-    size_t n = key->n_tokens / cs;
+    size_t n = (size_t)key->end / cs;
     *hashes = malloc((n ? n : 1) * 32);
     if (*hashes == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "out of memory hashing %zu chunks", n);
@@ -508,6 +509,24 @@ static lmc_status check_aligned(lmc_server *s, const char *op, const lmc_ipc_key
                              op, (long long)key->start, (long long)key->end, (long long)cs,
                              key->n_tokens);
     return LMC_OK;
+}
+
+/* The keys of one worker's chunks [start, end) (retrieve and store). */
+static lmc_status worker_keys(lmc_server *s, const lmc_ipc_key *key, lmc_object_key **keys,
+                              size_t *n, lmc_error *err)
+{
+    size_t cs = (size_t)s->cfg.chunk_size;
+    uint8_t (*hashes)[32] = NULL;
+    size_t n_chunks;
+    lmc_status st = hash_tokens(s, key, &hashes, &n_chunks, err);
+    if (st != LMC_OK)
+        return st;
+    size_t c0 = (size_t)key->start / cs;
+    st = make_keys((const uint8_t(*)[32])hashes, c0 < n_chunks ? c0 : n_chunks, n_chunks,
+                   key->model_name, key->world_size, key->worker_id, key->cache_salt, keys, n,
+                   err);
+    free(hashes);
+    return st;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -592,12 +611,8 @@ static lmc_status handle_lookup(lmc_server *s, const lmc_request *q, msgpack_sbu
     x->request_id = strdup(key->request_id);
     x->world_size = key->world_size;
     x->extra_count = (uint32_t)(key->num_kv_readers - 1);
-    size_t n_all;
-    st = hash_tokens(s, key, &x->hashes, &n_all, err);
+    st = hash_tokens(s, key, &x->hashes, &x->n_chunks, err);
     if (st == LMC_OK) {
-        x->n_chunks = (size_t)(key->end / s->cfg.chunk_size);
-        if (x->n_chunks > n_all)
-            x->n_chunks = n_all;
         size_t nk;
         st = make_keys((const uint8_t(*)[32])x->hashes, 0, x->n_chunks, key->model_name,
                        key->world_size, -1, key->cache_salt, &x->keys, &nk, err);
@@ -718,19 +733,9 @@ static lmc_status handle_retrieve(lmc_server *s, const lmc_request *q, msgpack_s
     if (st != LMC_OK)
         return st;
     size_t cs = (size_t)s->cfg.chunk_size;
-    size_t c0 = (size_t)q->key.start / cs, c1 = (size_t)q->key.end / cs;
-    uint8_t (*hashes)[32] = NULL;
-    size_t n_all;
-    if ((st = hash_tokens(s, &q->key, &hashes, &n_all, err)) != LMC_OK)
-        return st;
     lmc_object_key *keys = NULL;
     size_t nk = 0;
-    if (c1 > n_all)
-        c1 = n_all;
-    st = make_keys((const uint8_t(*)[32])hashes, c0, c1, q->key.model_name, q->key.world_size,
-                   q->key.worker_id, q->key.cache_salt, &keys, &nk, err);
-    free(hashes);
-    if (st != LMC_OK)
+    if ((st = worker_keys(s, &q->key, &keys, &nk, err)) != LMC_OK)
         return st;
     lmc_sm_read_ctx ctx;
     st = lmc_sm_read_prefetched_enter(s->sm, keys, nk, &ctx);
@@ -777,19 +782,9 @@ static lmc_status handle_store(lmc_server *s, const lmc_request *q, msgpack_sbuf
     if (st != LMC_OK)
         return st;
     size_t cs = (size_t)s->cfg.chunk_size;
-    size_t c0 = (size_t)q->key.start / cs, c1 = (size_t)q->key.end / cs;
-    uint8_t (*hashes)[32] = NULL;
-    size_t n_all;
-    if ((st = hash_tokens(s, &q->key, &hashes, &n_all, err)) != LMC_OK)
-        return st;
-    if (c1 > n_all)
-        c1 = n_all;
     lmc_object_key *keys = NULL;
     size_t nk = 0;
-    st = make_keys((const uint8_t(*)[32])hashes, c0, c1, q->key.model_name, q->key.world_size,
-                   q->key.worker_id, q->key.cache_salt, &keys, &nk, err);
-    free(hashes);
-    if (st != LMC_OK)
+    if ((st = worker_keys(s, &q->key, &keys, &nk, err)) != LMC_OK)
         return st;
     lmc_l1_error *errs = malloc((nk ? nk : 1) * sizeof(*errs));
     lmc_memory_obj *objs = malloc((nk ? nk : 1) * sizeof(*objs));
@@ -916,19 +911,22 @@ static lmc_status execute(lmc_server *s, const lmc_request *q, msgpack_sbuffer *
     return lmc_error_set(err, LMC_ERR_UNSUPPORTED, "unsupported operation");
 }
 
-/* Build the reply [identity, uid, op, response] and send it on push. */
-static void reply(void *push, job *j, msgpack_sbuffer *resp)
+/*
+ * Send [identity, uid, op, response] on sock (a worker's PUSH socket, or the
+ * ROUTER itself for requests answered on the loop thread).
+ */
+static void reply(void *sock, job *j, msgpack_sbuffer *resp)
 {
     zmq_msg_t *f = j->frames;
-    /* identity, then uid and op echoed as received (empty frames if absent). */
-    zmq_send(push, zmq_msg_data(&f[0]), zmq_msg_size(&f[0]), ZMQ_SNDMORE);
+    /* identity, then uid and op echoed as received (nil frames if absent). */
+    zmq_send(sock, zmq_msg_data(&f[0]), zmq_msg_size(&f[0]), ZMQ_SNDMORE);
     for (size_t i = 1; i <= 2; i++) {
         if (i < j->n)
-            zmq_send(push, zmq_msg_data(&f[i]), zmq_msg_size(&f[i]), ZMQ_SNDMORE);
+            zmq_send(sock, zmq_msg_data(&f[i]), zmq_msg_size(&f[i]), ZMQ_SNDMORE);
         else
-            zmq_send(push, "\xc0", 1, ZMQ_SNDMORE); /* msgpack nil */
+            zmq_send(sock, "\xc0", 1, ZMQ_SNDMORE); /* msgpack nil */
     }
-    zmq_send(push, resp->data, resp->size, 0);
+    zmq_send(sock, resp->data, resp->size, 0);
 }
 
 static void job_free(job *j)
@@ -1153,12 +1151,7 @@ static void accept_request(lmc_server *s)
         msgpack_sbuffer_init(&resp);
         lmc_response_error(&resp, too_many ? "message has too many frames"
                                            : "message is too large");
-        zmq_msg_t *f = j->frames;
-        zmq_send(s->router, zmq_msg_data(&f[0]), zmq_msg_size(&f[0]), ZMQ_SNDMORE);
-        for (size_t i = 1; i <= 2; i++)
-            zmq_send(s->router, i < j->n ? zmq_msg_data(&f[i]) : "\xc0",
-                     i < j->n ? zmq_msg_size(&f[i]) : 1, ZMQ_SNDMORE);
-        zmq_send(s->router, resp.data, resp.size, 0);
+        reply(s->router, j, &resp);
         msgpack_sbuffer_destroy(&resp);
         count(s, &s->counters.errors, 1);
         LMC_WARN(LOG_COMP, "rejected a message: %s", too_many ? "too many frames" : "too large");

@@ -18,6 +18,8 @@
  */
 #include "storage/config.h"
 
+#include "storage/eviction.h"
+
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
@@ -28,7 +30,9 @@
 
 #define MIB (1024u * 1024u)
 
-static const char *const EVICTION_POLICIES[] = {"LRU", "ARC", "S3FIFO", "IsolatedLRU", "noop"};
+/* The eviction policies are the registry's (storage/eviction.c): adding one there adds it here. */
+#define EVICTION_POLICIES lmc_eviction_policy_names
+#define N_EVICTION_POLICIES lmc_eviction_policy_count
 static const char *const STORE_POLICIES[] = {"default", "skip_l1"};
 static const char *const PREFETCH_POLICIES[] = {"default", "retain"};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
@@ -391,7 +395,7 @@ static lmc_status apply_flag(lmc_sm_config *cfg, const flag_def *f, const char *
             cfg->read_ttl_seconds = (uint64_t)n;
         return st;
     case F_EVICTION_POLICY:
-        st = parse_choice(flag, value, EVICTION_POLICIES, N_OF(EVICTION_POLICIES),
+        st = parse_choice(flag, value, EVICTION_POLICIES, N_EVICTION_POLICIES,
                           &cfg->eviction_policy, err);
         if (st == LMC_OK)
             cfg->eviction_policy_set = true;
@@ -508,7 +512,7 @@ lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, in
 lmc_status lmc_sm_config_finish(lmc_sm_config *cfg, lmc_error *err)
 {
     char names[256];
-    join_names(EVICTION_POLICIES, N_OF(EVICTION_POLICIES), names, sizeof(names));
+    join_names(EVICTION_POLICIES, N_EVICTION_POLICIES, names, sizeof(names));
     if (!cfg->l1_size_set && !cfg->eviction_policy_set)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "--l1-size-gb is required (the L1 size in GiB, e.g. --l1-size-gb 8); "
