@@ -348,7 +348,7 @@ static lmc_status mock_check_config(const lmc_json *cfg, lmc_error *err)
         st = lmc_l2_config_number(cfg, TYPE, "max_size_gb", true, 0.0, true, 0.0, &d, err);
     if (st == LMC_OK)
         st = lmc_l2_config_number(cfg, TYPE, "mock_bandwidth_gb", true, 0.0, true, 0.0, &d, err);
-    if (st == LMC_OK && (uint64_t)(d * GIB) == 0)
+    if (st == LMC_OK && d * GIB < 1.0) /* compared as a double: a huge value must not overflow a cast */
         st = lmc_l2_config_bad_value(err, TYPE, "mock_bandwidth_gb",
                                      lmc_json_object_get(cfg, "mock_bandwidth_gb"),
                                      "at least one byte per second");

@@ -305,10 +305,26 @@ static void test_mock_destroy_completes_every_pending_task_once(void **state)
     lmc_l2_adapter_destroy(sink);
 }
 
+/* Found by fuzz_l2_config: a huge bandwidth overflowed a cast to uint64_t. */
+static void test_mock_config_accepts_a_huge_bandwidth(void **state)
+{
+    (void)state;
+    lmc_json *cfg = l2_json("{\"type\":\"mock\",\"max_size_gb\":0.5,"
+                            "\"mock_bandwidth_gb\":51111111111111111111111114.0}");
+    assert_int_equal(lmc_l2_check_config(cfg, NULL), LMC_OK);
+    lmc_json_free(cfg);
+    cfg = l2_json("{\"type\":\"mock\",\"max_size_gb\":0.5,\"mock_bandwidth_gb\":1e-12}");
+    lmc_error err;
+    assert_int_equal(lmc_l2_check_config(cfg, &err), LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "mock_bandwidth_gb"));
+    lmc_json_free(cfg);
+}
+
 int main(void)
 {
     lmc_log_set_level(LMC_LOG_ERROR);
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mock_config_accepts_a_huge_bandwidth),
         cmocka_unit_test(test_mock_round_trip_store_lookup_load_delete),
         cmocka_unit_test(test_mock_store_of_present_key_stores_zero_bytes),
         cmocka_unit_test(test_mock_store_skips_what_does_not_fit),
