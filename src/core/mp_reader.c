@@ -36,7 +36,7 @@ static int64_t load_int(const uint8_t *p, size_t w)
     }
 }
 
-lmc_mp_result lmc_mp_next_unchecked(lmc_mp_reader *r, lmc_mp_item *it)
+lmc_mp_result lmc_mp_next_any_(lmc_mp_reader *r, lmc_mp_item *it)
 {
     if (r->p >= r->end)
         return LMC_MP_TRUNCATED;
@@ -198,12 +198,9 @@ static lmc_mp_result skip_any_depth(lmc_mp_reader *r)
     return LMC_MP_OK;
 }
 
-lmc_mp_result lmc_mp_skip(lmc_mp_reader *r, unsigned max_depth)
+/* Non-empty containers at most max_depth (<= LMC_MP_MAX_DEPTH) deep. */
+static lmc_mp_result skip_bounded(lmc_mp_reader *r, unsigned max_depth)
 {
-    if (max_depth == LMC_MP_ANY_DEPTH)
-        return skip_any_depth(r);
-    if (max_depth > LMC_MP_MAX_DEPTH)
-        max_depth = LMC_MP_MAX_DEPTH;
     uint64_t stack[LMC_MP_MAX_DEPTH]; /* values left at each enclosing level */
     unsigned depth = 0;
     uint64_t left = 1; /* values still to read at this level */
@@ -228,6 +225,20 @@ lmc_mp_result lmc_mp_skip(lmc_mp_reader *r, unsigned max_depth)
         stack[depth++] = left;
         left = (uint64_t)it.v.n << (it.type == LMC_MP_MAP);
     }
+}
+
+lmc_mp_result lmc_mp_skip(lmc_mp_reader *r, unsigned max_depth)
+{
+    /* Most values skipped are scalars: no walk for them. */
+    const uint8_t *at = r->p;
+    lmc_mp_item it;
+    lmc_mp_result res = lmc_mp_next(r, &it);
+    if (res != LMC_MP_OK || (it.type != LMC_MP_ARRAY && it.type != LMC_MP_MAP) || it.v.n == 0)
+        return res;
+    r->p = at;
+    if (max_depth == LMC_MP_ANY_DEPTH)
+        return skip_any_depth(r);
+    return skip_bounded(r, max_depth < LMC_MP_MAX_DEPTH ? max_depth : LMC_MP_MAX_DEPTH);
 }
 
 const char *lmc_mp_type_name(lmc_mp_type t)

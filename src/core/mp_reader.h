@@ -29,9 +29,10 @@
  * at the start of the item that failed (for lmc_mp_skip the innermost), so
  * lmc_mp_offset names the byte; lmc_mp_error_set turns that into a message.
  *
- * The common short forms (fixints, fixstrs, fixarrays, fixmaps, uint8-32,
- * bin8) are decoded inline by lmc_mp_next; everything else goes through
- * one out-of-line function, which also produces every error.
+ * The common short forms (positive fixints, fixstrs, bin8, uint8-32,
+ * fixmaps and fixarrays) are decoded inline by lmc_mp_next; everything
+ * else goes through one out-of-line function, which also produces every
+ * error.
  *
  * Threads: none; a reader belongs to one thread at a time.
  */
@@ -120,8 +121,8 @@ static inline size_t lmc_mp_left(const lmc_mp_reader *r)
  * count fits in the bytes left: for a reader that stops part-way through a
  * container and allocates nothing by its count.
  */
-lmc_mp_result lmc_mp_next_unchecked(lmc_mp_reader *r, lmc_mp_item *it);
 static inline lmc_mp_result lmc_mp_next(lmc_mp_reader *r, lmc_mp_item *it);
+static inline lmc_mp_result lmc_mp_next_unchecked(lmc_mp_reader *r, lmc_mp_item *it);
 
 /*
  * Skip one whole value. max_depth bounds how deeply non-empty containers
@@ -213,71 +214,93 @@ lmc_status lmc_mp_error_set(lmc_error *err, const char *what, const lmc_mp_reade
                             lmc_mp_result res);
 
 /* ---------------------------------------------------------------------- */
-/* The inline fast path of lmc_mp_next                                     */
+/* The inline fast paths of lmc_mp_next and lmc_mp_next_unchecked        */
 /* ---------------------------------------------------------------------- */
 
-static inline lmc_mp_result lmc_mp_next(lmc_mp_reader *r, lmc_mp_item *it)
+/* The short forms, inline; false (nothing consumed) for anything else. */
+static inline __attribute__((always_inline)) bool lmc_mp_next_short_(lmc_mp_reader *r,
+                                                                     lmc_mp_item *it)
 {
     size_t left = lmc_mp_left(r);
-    if (left > 0) {
-        const uint8_t *p = r->p;
-        const uint8_t b = p[0];
-        if (b <= 0x7f) {
-            it->type = LMC_MP_UINT;
-            it->v.u = b;
-            r->p++;
-            return LMC_MP_OK;
-        }
-        if ((b & 0xe0) == 0xa0 && left > (size_t)(b & 0x1f)) {
-            it->type = LMC_MP_STR;
-            it->v.s.ptr = (const char *)p + 1;
-            it->v.s.len = b & 0x1f;
-            r->p += 1 + (b & 0x1f);
-            return LMC_MP_OK;
-        }
-        if ((b & 0xe0) == 0x80) { /* fixmap 0x80-0x8f, fixarray 0x90-0x9f */
-            uint32_t n = b & 0x0f;
-            if ((uint64_t)n << (b < 0x90) > left - 1)
-                return LMC_MP_TRUNCATED;
-            it->type = b < 0x90 ? LMC_MP_MAP : LMC_MP_ARRAY;
-            it->v.n = n;
-            r->p++;
-            return LMC_MP_OK;
-        }
-        if (b == 0xcc && left >= 2) {
-            it->type = LMC_MP_UINT;
-            it->v.u = p[1];
-            r->p += 2;
-            return LMC_MP_OK;
-        }
-        if (b == 0xcd && left >= 3) {
-            it->type = LMC_MP_UINT;
-            it->v.u = lmc_get_be16(p + 1);
-            r->p += 3;
-            return LMC_MP_OK;
-        }
-        if (b == 0xce && left >= 5) {
-            it->type = LMC_MP_UINT;
-            it->v.u = lmc_get_be32(p + 1);
-            r->p += 5;
-            return LMC_MP_OK;
-        }
-        if (b == 0xc4 && left >= 2 && left - 2 >= p[1]) {
-            it->type = LMC_MP_BIN;
-            it->v.s.ptr = (const char *)p + 2;
-            it->v.s.len = p[1];
-            r->p += 2 + (size_t)p[1];
-            return LMC_MP_OK;
-        }
+    if (left == 0)
+        return false;
+    const uint8_t *p = r->p;
+    const uint8_t b = p[0];
+    if (b <= 0x7f) {
+        it->type = LMC_MP_UINT;
+        it->v.u = b;
+        r->p++;
+        return true;
     }
+    if ((b & 0xe0) == 0xa0 && left > (size_t)(b & 0x1f)) {
+        it->type = LMC_MP_STR;
+        it->v.s.ptr = (const char *)p + 1;
+        it->v.s.len = b & 0x1f;
+        r->p += 1 + (b & 0x1f);
+        return true;
+    }
+    if (b == 0xc4 && left >= 2 && left - 2 >= p[1]) {
+        it->type = LMC_MP_BIN;
+        it->v.s.ptr = (const char *)p + 2;
+        it->v.s.len = p[1];
+        r->p += 2 + (size_t)p[1];
+        return true;
+    }
+    if (b == 0xce && left >= 5) {
+        it->type = LMC_MP_UINT;
+        it->v.u = lmc_get_be32(p + 1);
+        r->p += 5;
+        return true;
+    }
+    if (b == 0xcd && left >= 3) {
+        it->type = LMC_MP_UINT;
+        it->v.u = lmc_get_be16(p + 1);
+        r->p += 3;
+        return true;
+    }
+    if (b == 0xcc && left >= 2) {
+        it->type = LMC_MP_UINT;
+        it->v.u = p[1];
+        r->p += 2;
+        return true;
+    }
+    if ((b & 0xe0) == 0x80 && (uint64_t)(b & 0x0f) << (b < 0x90) < left) {
+        it->type = b < 0x90 ? LMC_MP_MAP : LMC_MP_ARRAY;
+        it->v.n = b & 0x0f;
+        r->p++;
+        return true;
+    }
+    return false;
+}
+
+/* Every encoding, out of line (mp_reader.c); counts not checked. */
+lmc_mp_result lmc_mp_next_any_(lmc_mp_reader *r, lmc_mp_item *it);
+
+/*
+ * Both are always inlined: the callers are decoders' inner loops, and a
+ * call per scalar was most of their cost. The short forms are tried in
+ * order of frequency in records and requests: field names and small ints,
+ * chunk hashes, token ids.
+ */
+static inline __attribute__((always_inline)) lmc_mp_result lmc_mp_next(lmc_mp_reader *r,
+                                                                       lmc_mp_item *it)
+{
+    if (lmc_mp_next_short_(r, it))
+        return LMC_MP_OK;
     const uint8_t *at = r->p;
-    lmc_mp_result res = lmc_mp_next_unchecked(r, it);
+    lmc_mp_result res = lmc_mp_next_any_(r, it);
     if (res == LMC_MP_OK && (it->type == LMC_MP_ARRAY || it->type == LMC_MP_MAP) &&
         (uint64_t)it->v.n << (it->type == LMC_MP_MAP) > lmc_mp_left(r)) {
         r->p = at;
         return LMC_MP_TRUNCATED;
     }
     return res;
+}
+
+static inline __attribute__((always_inline)) lmc_mp_result lmc_mp_next_unchecked(lmc_mp_reader *r,
+                                                                                 lmc_mp_item *it)
+{
+    return lmc_mp_next_short_(r, it) ? LMC_MP_OK : lmc_mp_next_any_(r, it);
 }
 
 #endif
