@@ -201,6 +201,47 @@ static inline bool lmc_mp_take(lmc_mp_reader *r, const void *lit, size_t n)
     return true;
 }
 
+/*
+ * Consume an int in one of the unsigned encodings (positive fixint, uint 8
+ * to 64) if one comes next, into *out; false, nothing consumed, for
+ * anything else (read it with lmc_mp_next to see what it is: a signed
+ * encoding may still hold a value >= 0). The inner loop of long int lists.
+ */
+static inline __attribute__((always_inline)) bool lmc_mp_take_uint(lmc_mp_reader *r, uint64_t *out)
+{
+    size_t left = lmc_mp_left(r);
+    if (left == 0)
+        return false;
+    const uint8_t *p = r->p;
+    const uint8_t b = p[0];
+    if (b <= 0x7f) {
+        *out = b;
+        r->p++;
+        return true;
+    }
+    if (b == 0xce && left >= 5) {
+        *out = lmc_get_be32(p + 1);
+        r->p += 5;
+        return true;
+    }
+    if (b == 0xcd && left >= 3) {
+        *out = lmc_get_be16(p + 1);
+        r->p += 3;
+        return true;
+    }
+    if (b == 0xcc && left >= 2) {
+        *out = p[1];
+        r->p += 2;
+        return true;
+    }
+    if (b == 0xcf && left >= 9) {
+        *out = lmc_get_be64(p + 1);
+        r->p += 9;
+        return true;
+    }
+    return false;
+}
+
 /* "nil", "bool", "int", "float", "str", "bin", "array", "map", "ext". */
 const char *lmc_mp_type_name(lmc_mp_type t);
 

@@ -463,6 +463,46 @@ static void test_take_consumes_only_an_exact_match(void **state)
     assert_int_equal(lmc_mp_left(&r), 0);
 }
 
+static void test_take_uint_reads_only_the_unsigned_encodings(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *bytes;
+        size_t len;
+        uint64_t want;
+    } ok[] = {
+        {"\x00", 1, 0},
+        {"\x7f", 1, 127},
+        {"\xcc\xff", 2, 255},
+        {"\xcd\x12\x34", 3, 0x1234},
+        {"\xce\x12\x34\x56\x78", 5, 0x12345678},
+        {"\xcf\xff\xff\xff\xff\xff\xff\xff\xff", 9, UINT64_MAX},
+    };
+    for (size_t k = 0; k < sizeof(ok) / sizeof(ok[0]); k++) {
+        lmc_mp_reader r;
+        lmc_mp_reader_init(&r, ok[k].bytes, ok[k].len);
+        uint64_t u = 0;
+        assert_true(lmc_mp_take_uint(&r, &u));
+        assert_true(u == ok[k].want);
+        assert_int_equal(lmc_mp_left(&r), 0);
+        /* Truncated: nothing consumed. */
+        lmc_mp_reader_init(&r, ok[k].bytes, ok[k].len - 1);
+        assert_false(lmc_mp_take_uint(&r, &u));
+        assert_int_equal(lmc_mp_offset(&r), 0);
+    }
+    /* Signed encodings (even of values >= 0), negative fixints and other types: not taken. */
+    static const char *const no[] = {"\xd0\x05", "\xff", "\xc0", "\xa1x", "\xca\0\0\0\0"};
+    static const size_t lens[] = {2, 1, 1, 2, 5};
+    for (size_t k = 0; k < sizeof(no) / sizeof(no[0]); k++) {
+        lmc_mp_reader r;
+        lmc_mp_reader_init(&r, no[k], lens[k]);
+        uint64_t u = 7;
+        assert_false(lmc_mp_take_uint(&r, &u));
+        assert_int_equal(lmc_mp_offset(&r), 0);
+        assert_true(u == 7);
+    }
+}
+
 static void test_error_messages_name_the_problem_and_the_offset(void **state)
 {
     (void)state;
@@ -539,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_skip_without_a_limit_takes_any_depth_without_recursion),
         cmocka_unit_test(test_skip_walks_maps_and_stops_after_one_value),
         cmocka_unit_test(test_take_consumes_only_an_exact_match),
+        cmocka_unit_test(test_take_uint_reads_only_the_unsigned_encodings),
         cmocka_unit_test(test_error_messages_name_the_problem_and_the_offset),
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_empty_and_null_buffers_are_truncated),
