@@ -29,8 +29,8 @@
  * encode/decode (including those made by codecs) goes through, so a cyclic
  * value or a hostile payload cannot exhaust the stack.
  */
-#include "core/msgpack_util.h"
 #include "trace/codec.h"
+#include "core/msgpack_util.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -410,36 +410,19 @@ static lmc_status as_format_error(lmc_error *err, const char *tag)
 static lmc_status get_int(const msgpack_object *o, const char *tag, const char *field, int64_t *out,
                           lmc_error *err)
 {
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        if (o->via.u64 > (uint64_t)INT64_MAX)
-            return bad_payload(err, tag, "'%s' %" PRIu64 " is out of range", field, o->via.u64);
-        *out = (int64_t)o->via.u64;
+    if (lmc_msgpack_get_int64(o, out))
         return LMC_OK;
-    }
-    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        *out = o->via.i64;
-        return LMC_OK;
-    }
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return bad_payload(err, tag, "'%s' %" PRIu64 " is out of range", field, o->via.u64);
     return bad_payload(err, tag, "'%s' must be an int, got %s", field, lmc_msgpack_type_name(o));
 }
 
 static lmc_status get_float(const msgpack_object *o, const char *tag, const char *field,
                             double *out, lmc_error *err)
 {
-    switch (o->type) {
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        *out = o->via.f64;
+    if (lmc_msgpack_get_double(o, out))
         return LMC_OK;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        *out = (double)o->via.u64;
-        return LMC_OK;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        *out = (double)o->via.i64;
-        return LMC_OK;
-    default:
-        return bad_payload(err, tag, "'%s' must be a float, got %s", field, lmc_msgpack_type_name(o));
-    }
+    return bad_payload(err, tag, "'%s' must be a float, got %s", field, lmc_msgpack_type_name(o));
 }
 
 static lmc_status need_field(const msgpack_object *o, const char *tag, const char *field,
@@ -454,7 +437,8 @@ static lmc_status need_type(const msgpack_object *o, msgpack_object_type type, c
                             const char *field, const char *want, lmc_error *err)
 {
     if (o->type != type)
-        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want, lmc_msgpack_type_name(o));
+        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want,
+                           lmc_msgpack_type_name(o));
     return LMC_OK;
 }
 
@@ -1209,7 +1193,8 @@ static lmc_status decode_tagged(const msgpack_object *o, const msgpack_object *t
                              shown, t);
     if (is_tuple) {
         if (payload->type != MSGPACK_OBJECT_ARRAY)
-            return bad_payload(err, TUPLE_TAG, "expected a list, got %s", lmc_msgpack_type_name(payload));
+            return bad_payload(err, TUPLE_TAG, "expected a list, got %s",
+                               lmc_msgpack_type_name(payload));
         return decode_items(payload, a, out, LMC_TV_TUPLE, err);
     }
     return c->decode(payload, a, out, err);
@@ -1228,16 +1213,12 @@ static lmc_status decode_inner(const msgpack_object *o, lmc_arena *a, lmc_tv *ou
         out->u.b = o->via.boolean;
         return LMC_OK;
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        if (o->via.u64 > (uint64_t)INT64_MAX)
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        if (!lmc_msgpack_get_int64(o, &out->u.i))
             return lmc_error_set(err, LMC_ERR_FORMAT,
                                  "trace.codecs: integer %" PRIu64 " does not fit in int64",
                                  o->via.u64);
         out->kind = LMC_TV_INT;
-        out->u.i = (int64_t)o->via.u64;
-        return LMC_OK;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        out->kind = LMC_TV_INT;
-        out->u.i = o->via.i64;
         return LMC_OK;
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
@@ -1303,7 +1284,8 @@ lmc_status lmc_codec_decode_args(const msgpack_object *map, lmc_arena *a, lmc_tr
     *args = NULL;
     *n = 0;
     if (map->type != MSGPACK_OBJECT_MAP)
-        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s", lmc_msgpack_type_name(map));
+        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s",
+                             lmc_msgpack_type_name(map));
     size_t cnt = map->via.map.size;
     lmc_trace_arg *out = arena_array(a, cnt, sizeof(lmc_trace_arg), err);
     if (out == NULL)

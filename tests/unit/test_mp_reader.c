@@ -16,6 +16,7 @@
 
 #include "core/byteorder.h"
 #include "core/mp_reader.h"
+#include "core/msgpack_util.h"
 
 /* One encoded value and what reading it must give. */
 typedef struct sample {
@@ -547,6 +548,36 @@ static void test_empty_and_null_buffers_are_truncated(void **state)
     assert_int_equal(lmc_mp_skip(&r, LMC_MP_ANY_DEPTH), LMC_MP_TRUNCATED);
 }
 
+/* msgpack_util reads msgpack-c's objects by the same rules. */
+static void test_msgpack_objects_follow_the_reader_rules(void **state)
+{
+    (void)state;
+    msgpack_object o = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER, .via.u64 = UINT64_MAX};
+    int64_t v = 3;
+    double d = 0;
+    assert_false(lmc_msgpack_get_int64(&o, &v));
+    assert_int_equal(v, 3);
+    assert_true(lmc_msgpack_get_double(&o, &d));
+    o.via.u64 = 42;
+    assert_true(lmc_msgpack_get_int64(&o, &v));
+    assert_int_equal(v, 42);
+    o = (msgpack_object){.type = MSGPACK_OBJECT_NEGATIVE_INTEGER, .via.i64 = -5};
+    assert_true(lmc_msgpack_get_int64(&o, &v));
+    assert_int_equal(v, -5);
+    o = (msgpack_object){.type = MSGPACK_OBJECT_FLOAT32, .via.f64 = 0.5};
+    assert_false(lmc_msgpack_get_int64(&o, &v));
+    assert_true(lmc_msgpack_get_double(&o, &d));
+    assert_true(d == 0.5);
+    assert_string_equal(lmc_msgpack_type_name(&o), "float");
+    o = (msgpack_object){.type = MSGPACK_OBJECT_STR};
+    assert_false(lmc_msgpack_get_double(&o, &d));
+    assert_string_equal(lmc_msgpack_type_name(&o), "str");
+    o = (msgpack_object){.type = MSGPACK_OBJECT_ARRAY};
+    assert_string_equal(lmc_msgpack_type_name(&o), "array");
+    o = (msgpack_object){.type = (msgpack_object_type)0x7f};
+    assert_string_equal(lmc_msgpack_type_name(&o), "unknown");
+}
+
 static void test_byte_order_helpers_round_trip(void **state)
 {
     (void)state;
@@ -583,6 +614,7 @@ int main(void)
         cmocka_unit_test(test_error_messages_name_the_problem_and_the_offset),
         cmocka_unit_test(test_type_names),
         cmocka_unit_test(test_empty_and_null_buffers_are_truncated),
+        cmocka_unit_test(test_msgpack_objects_follow_the_reader_rules),
         cmocka_unit_test(test_byte_order_helpers_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
