@@ -207,18 +207,11 @@ static inline bool lmc_mp_take(lmc_mp_reader *r, const void *lit, size_t n)
  * anything else (read it with lmc_mp_next to see what it is: a signed
  * encoding may still hold a value >= 0). The inner loop of long int lists.
  */
-static inline __attribute__((always_inline)) bool lmc_mp_take_uint(lmc_mp_reader *r, uint64_t *out)
+/* uint 32, 16 and 8 (the order token ids use them), given the first byte and the bytes left. */
+static inline __attribute__((always_inline)) bool lmc_mp_uint_tail_(lmc_mp_reader *r, uint8_t b,
+                                                                    size_t left, uint64_t *out)
 {
-    size_t left = lmc_mp_left(r);
-    if (left == 0)
-        return false;
     const uint8_t *p = r->p;
-    const uint8_t b = p[0];
-    if (b <= 0x7f) {
-        *out = b;
-        r->p++;
-        return true;
-    }
     if (b == 0xce && left >= 5) {
         *out = lmc_get_be32(p + 1);
         r->p += 5;
@@ -234,8 +227,24 @@ static inline __attribute__((always_inline)) bool lmc_mp_take_uint(lmc_mp_reader
         r->p += 2;
         return true;
     }
+    return false;
+}
+
+static inline __attribute__((always_inline)) bool lmc_mp_take_uint(lmc_mp_reader *r, uint64_t *out)
+{
+    size_t left = lmc_mp_left(r);
+    if (left == 0)
+        return false;
+    const uint8_t b = r->p[0];
+    if (b <= 0x7f) {
+        *out = b;
+        r->p++;
+        return true;
+    }
+    if (lmc_mp_uint_tail_(r, b, left, out))
+        return true;
     if (b == 0xcf && left >= 9) {
-        *out = lmc_get_be64(p + 1);
+        *out = lmc_get_be64(r->p + 1);
         r->p += 9;
         return true;
     }
@@ -287,22 +296,8 @@ static inline __attribute__((always_inline)) bool lmc_mp_next_short_(lmc_mp_read
         r->p += 2 + (size_t)p[1];
         return true;
     }
-    if (b == 0xce && left >= 5) {
+    if (lmc_mp_uint_tail_(r, b, left, &it->v.u)) {
         it->type = LMC_MP_UINT;
-        it->v.u = lmc_get_be32(p + 1);
-        r->p += 5;
-        return true;
-    }
-    if (b == 0xcd && left >= 3) {
-        it->type = LMC_MP_UINT;
-        it->v.u = lmc_get_be16(p + 1);
-        r->p += 3;
-        return true;
-    }
-    if (b == 0xcc && left >= 2) {
-        it->type = LMC_MP_UINT;
-        it->v.u = p[1];
-        r->p += 2;
         return true;
     }
     if ((b & 0xe0) == 0x80 && (uint64_t)(b & 0x0f) << (b < 0x90) < left) {
