@@ -39,6 +39,7 @@
 #include "cli.h"
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/flags.h"
 #include "core/json.h"
 #include "lmcache/client.h"
 
@@ -101,58 +102,23 @@ static void server_usage(FILE *out)
             "Exits 1 if any retrieved chunk is corrupt or any call failed.\n");
 }
 
-/* The value of "--flag value" or "--flag=value"; *matched says the flag was seen. */
-static const char *flag_value(const char *flag, int argc, char **argv, int *i, bool *matched)
-{
-    size_t fl = strlen(flag);
-    *matched = false;
-    if (strncmp(argv[*i], flag, fl) != 0)
-        return NULL;
-    if (argv[*i][fl] == '=') {
-        *matched = true;
-        return argv[*i] + fl + 1;
-    }
-    if (argv[*i][fl] != '\0')
-        return NULL;
-    *matched = true;
-    if (*i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
-}
-
+/* The shared parsers (core/flags.h), with their message printed under this command. */
 static bool parse_u64(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out)
 {
-    char *end;
-    errno = 0;
-    if (v[0] == '-' || v[0] == '\0') {
-        fprintf(stderr, "lmcache bench server: %s: '%s' is not a non-negative integer\n", flag, v);
-        return false;
-    }
-    unsigned long long x = strtoull(v, &end, 10);
-    if (*end != '\0' || errno == ERANGE) {
-        fprintf(stderr, "lmcache bench server: %s: '%s' is not a non-negative integer\n", flag, v);
-        return false;
-    }
-    if (x < lo || x > hi) {
-        fprintf(stderr, "lmcache bench server: %s: %llu is not in [%llu, %llu]\n", flag, x,
-                (unsigned long long)lo, (unsigned long long)hi);
-        return false;
-    }
-    *out = x;
-    return true;
+    lmc_error err;
+    if (lmc_flag_parse_u64(flag, v, lo, hi, out, &err) == LMC_OK)
+        return true;
+    fprintf(stderr, "lmcache bench server: %s\n", err.msg);
+    return false;
 }
 
 static bool parse_nonneg_double(const char *flag, const char *v, double *out)
 {
-    char *end;
-    errno = 0;
-    double d = strtod(v, &end);
-    if (v[0] == '\0' || *end != '\0' || errno == ERANGE || !isfinite(d) || d < 0) {
-        fprintf(stderr, "lmcache bench server: %s: '%s' is not a finite number >= 0\n", flag, v);
-        return false;
-    }
-    *out = d;
-    return true;
+    lmc_error err;
+    if (lmc_flag_parse_nonneg_double(flag, v, out, &err) == LMC_OK)
+        return true;
+    fprintf(stderr, "lmcache bench server: %s\n", err.msg);
+    return false;
 }
 
 /* 0 ok, 2 usage error (printed), -1 help printed. */
@@ -182,7 +148,7 @@ static int parse_server(int argc, char **argv, server_args *a)
             a->json = true;
             continue;
         }
-#define VALUE(name) ((v = flag_value(name, argc, argv, &i, &m)) != NULL || m)
+#define VALUE(name) ((v = lmc_flag_value(name, argc, argv, &i, &m)) != NULL || m)
 #define NEED()                                                                                     \
     do {                                                                                           \
         if (v == NULL)                                                                             \

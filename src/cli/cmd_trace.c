@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "core/clock.h"
+#include "core/flags.h"
 #include "core/json.h"
 #include "core/log.h"
 #include "replay/driver.h"
@@ -225,25 +226,6 @@ static void replay_usage(FILE *out)
     lmc_sm_config_print_help(out);
 }
 
-/* The value of a flag given as "--flag value" or "--flag=value". */
-static const char *flag_value(const char *flag, int argc, char **argv, int *i, bool *matched)
-{
-    size_t fl = strlen(flag);
-    *matched = false;
-    if (strncmp(argv[*i], flag, fl) != 0)
-        return NULL;
-    if (argv[*i][fl] == '=') {
-        *matched = true;
-        return argv[*i] + fl + 1;
-    }
-    if (argv[*i][fl] != '\0')
-        return NULL;
-    *matched = true;
-    if (*i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
-}
-
 /* 0 ok, 2 usage error (message printed). */
 static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
 {
@@ -272,19 +254,19 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             a->json = true;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             a->quiet = true;
-        } else if ((v = flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->jsonl_out = v;
-        } else if ((v = flag_value("--output-dir", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--output-dir", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->output_dir = v;
-        } else if ((v = flag_value("--output", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->output = v;
-        } else if ((v = flag_value("--format", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
             if (strcmp(v, "json") == 0) {
@@ -294,23 +276,18 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                                 "json\n", v);
                 return 2;
             }
-        } else if ((v = flag_value("--time-scale", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
-            char *end;
-            errno = 0;
-            double s = strtod(v, &end);
-            if (*v == '\0' || *end != '\0' || errno == ERANGE) {
-                fprintf(stderr, "lmcache trace replay: --time-scale: '%s' is not a number\n", v);
-                return 2;
-            }
-            if (lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+            double s;
+            if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
+                lmc_replay_check_time_scale(s, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
                 return 2;
             }
             a->time_scale = s;
-        } else if ((v = flag_value("--trace-level", argc, argv, &i, &m)) || m ||
-                   (v = flag_value("--trace-output", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
+                   (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
             LMC_WARN("replay", "%s is ignored: a replay never records", arg);
