@@ -43,6 +43,7 @@
 #include "bench.h"
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/samples.h"
 #include "lmcache/client.h"
 #include "server/server.h"
 
@@ -197,20 +198,6 @@ static bool report_err(const char *what, const lmc_error *err)
     return false;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The p-quantile (nearest rank) of n > 0 values; sorts v. */
-static double percentile(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
-
 /* ---------------------------------------------------------------------- */
 /* Lookup round trip                                                       */
 /* ---------------------------------------------------------------------- */
@@ -242,8 +229,9 @@ static bool lookup_rtt(lmc_client *c, const uint32_t *tokens, size_t iters, int 
             return report_err("free_lookup_locks", &err);
         }
     }
-    *p50 = percentile(us, iters, 0.50);
-    *p99 = percentile(us, iters, 0.99);
+    lmc_sort_doubles(us, iters);
+    *p50 = lmc_percentile(us, iters, 50);
+    *p99 = lmc_percentile(us, iters, 99);
     free(us);
     return true;
 }
@@ -265,7 +253,8 @@ static bool ping_rtt(lmc_client *c, size_t iters, double *p50)
         if (i >= warm)
             us[i - warm] = (double)(lmc_mono_ns() - t0) / 1e3;
     }
-    *p50 = percentile(us, iters, 0.50);
+    lmc_sort_doubles(us, iters);
+    *p50 = lmc_percentile(us, iters, 50);
     free(us);
     return true;
 }

@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "core/log.h"
+#include "core/samples.h"
 
 typedef struct group {
     const char *name;
@@ -61,17 +62,11 @@ void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *wh
     fflush(stdout);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double lmc_bench_median(double *v, size_t n)
 {
     if (n == 0)
         return 0.0;
-    qsort(v, n, sizeof(*v), cmp_double);
+    lmc_sort_doubles(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 

@@ -41,6 +41,7 @@
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/json.h"
+#include "core/samples.h"
 #include "lmcache/client.h"
 
 /* ---------------------------------------------------------------------- */
@@ -546,12 +547,6 @@ typedef struct pct {
     double p50, p99, max;
 } pct;
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* Merge the workers' samples and take nearest-rank percentiles. */
 static pct percentiles(worker *ws, int nw, size_t which /* N_OPS = lateness */)
 {
@@ -570,11 +565,10 @@ static pct percentiles(worker *ws, int nw, size_t which /* N_OPS = lateness */)
         memcpy(all + at, s->v, s->n * sizeof(*all));
         at += s->n;
     }
-    qsort(all, total, sizeof(*all), cmp_double);
-    size_t i50 = (size_t)ceil(0.50 * (double)total), i99 = (size_t)ceil(0.99 * (double)total);
+    lmc_sort_doubles(all, total);
     r.n = total;
-    r.p50 = all[(i50 ? i50 : 1) - 1];
-    r.p99 = all[(i99 ? i99 : 1) - 1];
+    r.p50 = lmc_percentile(all, total, 50);
+    r.p99 = lmc_percentile(all, total, 99);
     r.max = all[total - 1];
     free(all);
     return r;

@@ -33,16 +33,12 @@
 #include <string.h>
 
 #include "core/json.h"
+#include "core/samples.h"
 #include "core/strbuf.h"
-
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
 
 typedef struct bucket {
     char *qualname;
-    samples ms;
+    lmc_samples ms;
     uint64_t errors;
 } bucket;
 
@@ -51,41 +47,10 @@ struct lmc_replay_stats {
     bucket *buckets;
     size_t n_buckets, cap_buckets;
     size_t last_hit; /* index of the bucket found last; a hint only */
-    samples late_us;
+    lmc_samples late_us;
     bool has_start, has_end;
     double start_s, end_s;
 };
-
-static bool samples_push(samples *s, double x)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        double *v = realloc(s->v, cap * sizeof(*v));
-        if (v == NULL)
-            return false;
-        s->v = v;
-        s->cap = cap;
-    }
-    s->v[s->n++] = x;
-    return true;
-}
-
-/* A malloc'd copy of n samples (NULL with n == 0 is fine). */
-static double *samples_copy(const samples *s)
-{
-    if (s->n == 0)
-        return NULL;
-    double *v = malloc(s->n * sizeof(*v));
-    if (v != NULL)
-        memcpy(v, s->v, s->n * sizeof(*v));
-    return v;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /*
  * math.fsum: keep non-overlapping partials whose exact sum is the exact
@@ -193,10 +158,10 @@ void lmc_replay_stats_destroy(lmc_replay_stats *s)
         return;
     for (size_t i = 0; i < s->n_buckets; i++) {
         free(s->buckets[i].qualname);
-        free(s->buckets[i].ms.v);
+        lmc_samples_free(&s->buckets[i].ms);
     }
     free(s->buckets);
-    free(s->late_us.v);
+    lmc_samples_free(&s->late_us);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -240,7 +205,7 @@ void lmc_replay_stats_record(lmc_replay_stats *s, const char *qualname, double l
         if (failed)
             b->errors++;
         else
-            (void)samples_push(&b->ms, latency_s * 1000.0);
+            (void)lmc_samples_push(&b->ms, latency_s * 1000.0);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -252,7 +217,7 @@ void lmc_replay_stats_record_lateness(lmc_replay_stats *s, double late_s)
     if (!(late_s > 0.0)) /* early, on time, or NaN: not late */
         late_s = 0.0;
     pthread_mutex_lock(&s->mu);
-    (void)samples_push(&s->late_us, late_s * 1e6);
+    (void)lmc_samples_push(&s->late_us, late_s * 1e6);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -283,23 +248,6 @@ double lmc_replay_stats_duration_s(lmc_replay_stats *s)
     }
     pthread_mutex_unlock(&s->mu);
     return d;
-}
-
-double lmc_percentile(const double *sorted, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    if (p <= 0.0)
-        return sorted[0];
-    if (p >= 100.0)
-        return sorted[n - 1];
-    /* p * n first: 7/100.0 rounds up, and ceil((7/100.0)*100) would be 8. */
-    double rank = ceil(p * (double)n / 100.0);
-    if (rank < 1.0)
-        rank = 1.0;
-    if (rank > (double)n)
-        rank = (double)n;
-    return sorted[(size_t)rank - 1];
 }
 
 void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n)
@@ -350,7 +298,7 @@ static bool snapshot_take(lmc_replay_stats *s, snapshot *snap)
                 snap->ops[i].qualname = b->qualname;
                 snap->ops[i].count = b->ms.n;
                 snap->ops[i].error_count = b->errors;
-                snap->ms[i] = samples_copy(&b->ms);
+                snap->ms[i] = lmc_samples_copy(&b->ms);
                 if (b->ms.n > 0 && snap->ms[i] == NULL)
                     ok = false;
             }
@@ -371,7 +319,7 @@ static void op_fill(lmc_op_stats *op, double *ms)
     size_t n = (size_t)op->count;
     if (n == 0)
         return; /* calloc left every latency stat at 0.0 */
-    qsort(ms, n, sizeof(*ms), cmp_double);
+    lmc_sort_doubles(ms, n);
     op->mean_ms = fmean(ms, n);
     op->total_s = compensated_sum(ms, n) / 1000.0;
     op->p50_ms = lmc_percentile(ms, n, 50);
@@ -411,12 +359,12 @@ lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s)
 {
     lmc_lateness_stats st = {0};
     pthread_mutex_lock(&s->mu);
-    double *v = samples_copy(&s->late_us);
+    double *v = lmc_samples_copy(&s->late_us);
     size_t n = s->late_us.n;
     pthread_mutex_unlock(&s->mu);
     if (v == NULL)
         return st; /* no samples (or no memory for a copy) */
-    qsort(v, n, sizeof(*v), cmp_double);
+    lmc_sort_doubles(v, n);
     st.count = n;
     st.p50_us = lmc_percentile(v, n, 50);
     st.p99_us = lmc_percentile(v, n, 99);

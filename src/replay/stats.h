@@ -5,10 +5,8 @@
  * error count), the start and end marks, and the lateness samples of the
  * paced dispatch (spec/trace-format.md section 7, plus lateness).
  *
- * Percentiles are nearest-rank: rank = ceil(p * N / 100) (multiplying
- * before dividing so whole ranks stay exact), result = sorted[max(rank,1)-1];
- * p <= 0 gives the minimum, p >= 100 the maximum, no samples gives 0. So
- * p50 of 1..100 is 50 and p90 of 1..10 is 9. Failed calls add to the error
+ * Percentiles are nearest-rank (lmc_percentile, core/samples.h, declared
+ * there and reached through this header too). Failed calls add to the error
  * count but contribute no latency sample; a bucket with only errors still
  * appears with zeros. The mean is an exactly rounded sum (like Python's
  * statistics.fmean).
@@ -23,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/samples.h" /* lmc_percentile */
 #include "lmcache/status.h"
 
 typedef struct lmc_replay_stats lmc_replay_stats;
@@ -53,9 +52,6 @@ void lmc_replay_stats_mark_start(lmc_replay_stats *s, double wall_s);
 void lmc_replay_stats_mark_end(lmc_replay_stats *s, double wall_s);
 /* max(0, end - start), or 0.0 when a mark is missing. */
 double lmc_replay_stats_duration_s(lmc_replay_stats *s);
-
-/* Nearest-rank percentile of sorted values (see above). */
-double lmc_percentile(const double *sorted, size_t n, double p);
 
 /*
  * A summary per qualname, sorted by qualname: *out is a malloc'd array the
