@@ -30,19 +30,17 @@
  * 127.0.0.1 port; trace files go to /dev/shm (or /tmp) and are removed.
  * Every client call has a 10 s timeout, so no wait is unbounded.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/net.h"
 #include "core/samples.h"
 #include "lmcache/client.h"
 #include "server/server.h"
@@ -72,23 +70,6 @@ typedef struct bench_server {
     pthread_t thread;
     char trace_path[128]; /* "" when tracing is off */
 } bench_server;
-
-/* A port the kernel just handed out for 127.0.0.1 (0 if none). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
 
 static void *server_thread(void *arg)
 {
@@ -124,8 +105,7 @@ static bool server_start(bench_server *b, int workers, const char *l1_gb, bool t
     /* The port can be taken between free_port and the bind: try a few. */
     lmc_status st = LMC_ERR_IO;
     for (int attempt = 0; attempt < 5 && st != LMC_OK; attempt++) {
-        b->cfg.port = free_port();
-        if (b->cfg.port == 0)
+        if (lmc_net_free_loopback_port(&b->cfg.port, &err) != LMC_OK)
             continue;
         st = lmc_server_create(&b->cfg, &b->s, &err);
     }

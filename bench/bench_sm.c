@@ -21,7 +21,6 @@
  */
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,13 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/net.h"
 #include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "storage/config.h"
@@ -225,21 +224,6 @@ static double bench_cycles_2threads(lmc_storage_manager *sm, double seconds)
 #define RESP_KEYS 64u
 #define RESP_TASKS 4u
 
-static int free_loopback_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static redisContext *redis_connect(int port)
 {
     struct timeval tv = {1, 0};
@@ -269,8 +253,7 @@ static bool redis_cmd_ok(int port, const char *cmd)
 /* A redis-server child that dies with us (PR_SET_PDEATHSIG); -1 when it does not answer. */
 static pid_t start_redis(int *port)
 {
-    *port = free_loopback_port();
-    if (*port <= 0)
+    if (lmc_net_free_loopback_port(port, NULL) != LMC_OK)
         return -1;
     char port_s[16];
     snprintf(port_s, sizeof(port_s), "%d", *port);
