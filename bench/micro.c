@@ -20,8 +20,7 @@ static const group groups[] = {
      lmc_bench_group_sm},
     {"trace", "trace capture: gate off, caller cost on, recorder drain, vs an LTTng-UST event",
      lmc_bench_group_trace},
-    {"replay", "trace info pass, replay loop overhead and pacing lateness",
-     lmc_bench_group_replay},
+    {"replay", "trace info pass, replay loop overhead and pacing lateness", lmc_bench_group_replay},
     {"server",
      "in-process server over loopback: lookup round trip, store/retrieve GB/s, "
      "2-client cycles, tracing cost",
@@ -29,20 +28,27 @@ static const group groups[] = {
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
+/* --quick: each group's work multiplier and repeats (the e2e tests run every group so). */
+#define QUICK_SCALE 0.01
+#define QUICK_REPEATS 2
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
-                 "[GROUP...]\n\n"
-                 "Micro-benchmarks; each metric is measured N times (default 5) and the median "
-                 "is\nreported. With --json, one object per line:\n"
-                 "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
-                 "groups (all when none is named):\n");
+    fprintf(out,
+            "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
+            "[GROUP...]\n\n"
+            "Micro-benchmarks; each metric is measured N times (default 5) and the median "
+            "is\nreported. With --json, one object per line:\n"
+            "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
+            "--quick runs tiny iteration counts (%d repeats; a few seconds for all groups)\n"
+            "with the same metrics and output: a smoke test, not figures to quote.\n\n"
+            "groups (all when none is named):\n",
+            QUICK_REPEATS);
     for (size_t i = 0; i < NGROUPS; i++)
         fprintf(out, "  %-8s %s\n", groups[i].name, groups[i].summary);
 }
 
-void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value,
-                      const char *unit)
+void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value, const char *unit)
 {
     if (ctx->json)
         printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
@@ -83,8 +89,8 @@ int lmc_bench_micro_main(int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             ctx.json = true;
         } else if (strcmp(a, "--quick") == 0) {
-            ctx.scale = 0.1;
-            ctx.repeats = 3;
+            ctx.scale = QUICK_SCALE;
+            ctx.repeats = QUICK_REPEATS;
         } else if (strcmp(a, "--repeats") == 0) {
             char *end;
             long r = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;
