@@ -479,12 +479,16 @@ static void test_destroy_with_prefetches_and_stores_in_flight_leaks_nothing(void
     lmc_object_key k[N];
     sm_test_keys(k, N, 70000);
     lmc_layout_desc lay = sm_test_layout(64 * KB);
-    sm_test_store(sm, k, N, &lay); /* slow stores now in flight */
+    assert_int_equal(sm_test_store(sm, k, N, &lay), N); /* slow stores now in flight */
     lmc_object_key other[N];
     sm_test_keys(other, N, 80000);
     lmc_prefetch_handle h;
-    lmc_sm_submit_prefetch_task(sm, other, N, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    assert_int_equal(
+        lmc_sm_submit_prefetch_task(sm, other, N, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL), LMC_OK);
+    assert_int_equal(h.l1_found_count, 0);
+    assert_true(h.prefetch_request_id >= 0); /* the keys went to L2: a prefetch in flight */
     lmc_prefetch_handle_clear(&h);
+    assert_true(lmc_sm_memcheck(sm, NULL, 0));
     lmc_sm_destroy(sm); /* ASan reports any leak or use after free */
 }
 
