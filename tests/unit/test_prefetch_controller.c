@@ -35,6 +35,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "storage/l1_manager.h"
 #include "storage/prefetch_controller.h"
@@ -186,22 +187,7 @@ static lmc_bitmap l2_lookup(lmc_l2_adapter *a, const uint32_t *ids, size_t n)
     lmc_object_key keys[16];
     assert_true(n <= 16);
     keys_of(ids, n, keys);
-    uint64_t task = 0;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &task), LMC_OK);
-    lmc_bitmap bm = {0, NULL};
-    bool got = false;
-    for (unsigned t = 0; t < WAIT_MS && !got; t++) {
-        got = lmc_l2_adapter_take_lookup_result(a, task, &bm);
-        if (!got)
-            lmc_sleep_ns(1000 * 1000);
-    }
-    assert_true(got);
-    /* Give the locks back, so the probe itself leaves nothing behind. */
-    lmc_object_key found[16];
-    size_t k = lmc_bitmap_gather(&bm, keys, n, sizeof(keys[0]), found);
-    if (k > 0)
-        lmc_l2_adapter_submit_unlock(a, found, k);
-    return bm;
+    return l2_holds(a, keys, n);
 }
 
 /*
