@@ -77,19 +77,28 @@ static void server_usage(FILE *out)
             "Exits 1 if any retrieved chunk is corrupt or any call failed.\n");
 }
 
-/* Where an integer flag's value goes. */
-typedef enum { NUM_U32, NUM_U64, NUM_INT, NUM_I64, NUM_SIZE } num_kind;
+/* What a flag's value is and where it goes. */
+typedef enum {
+    NUM_U32,
+    NUM_U64,
+    NUM_INT,
+    NUM_I64,
+    NUM_SIZE,
+    NUM_NONNEG_DOUBLE,
+    TEXT,          /* a string, kept as given */
+    TEXT_NONEMPTY, /* a string that must not be "" */
+} flag_kind;
 
-typedef struct num_flag {
+typedef struct value_flag {
     const char *name;
-    uint64_t lo, hi;
-    num_kind kind;
+    uint64_t lo, hi; /* integers only */
+    flag_kind kind;
     size_t offset;  /* of the field in server_args */
     bool synthetic; /* only for the synthetic workload */
-} num_flag;
+} value_flag;
 
 #define AT(field) offsetof(server_args, field)
-static const num_flag num_flags[] = {
+static const value_flag value_flags[] = {
     {"--users", 1, UINT32_MAX, NUM_U32, AT(chat.users), true},
     {"--rounds", 1, UINT32_MAX, NUM_U32, AT(chat.rounds), true},
     {"--groups", 1, UINT32_MAX, NUM_U32, AT(chat.groups), true},
@@ -97,6 +106,8 @@ static const num_flag num_flags[] = {
     {"--prompt-len", 0, UINT32_MAX, NUM_U32, AT(chat.prompt_len), true},
     {"--answer-len", 0, UINT32_MAX, NUM_U32, AT(chat.answer_len), true},
     {"--seed", 0, UINT64_MAX, NUM_U64, AT(chat.seed), true},
+    {"--interval-ms", 0, 0, NUM_NONNEG_DOUBLE, AT(chat.interval_ms), true},
+    {"--time-scale", 0, 0, NUM_NONNEG_DOUBLE, AT(run.time_scale), false},
     {"--port", 1, 65535, NUM_INT, AT(run.port), false},
     {"--max-requests", 1, SIZE_MAX, NUM_SIZE, AT(max_requests), false},
     {"--concurrency", 1, 1024, NUM_INT, AT(run.concurrency), false},
@@ -104,13 +115,28 @@ static const num_flag num_flags[] = {
     {"--bytes-per-token", 1, (uint64_t)1 << 30, NUM_I64, AT(run.bytes_per_token), false},
     {"--tokens-per-block", 1, (uint64_t)1 << 20, NUM_I64, AT(run.tokens_per_block), false},
     {"--timeout-ms", 1, INT32_MAX, NUM_INT, AT(run.timeout_ms), false},
+    {"--host", 0, 0, TEXT_NONEMPTY, AT(run.host), false},
+    {"--model-name", 0, 0, TEXT_NONEMPTY, AT(run.model_name), false},
+    {"--trace", 0, 0, TEXT, AT(trace), false},
 };
 #undef AT
 
-/* Every hi above fits its field's type, so the casts never truncate. */
-static void num_store(server_args *a, const num_flag *f, uint64_t u)
+/* Parse v into the flag's field. Every hi above fits its field's type, so no cast truncates. */
+static lmc_status flag_parse(server_args *a, const value_flag *f, const char *v, lmc_error *err)
 {
     void *dst = (char *)a + f->offset;
+    if (f->kind == TEXT || f->kind == TEXT_NONEMPTY) {
+        if (f->kind == TEXT_NONEMPTY && *v == '\0')
+            return lmc_error_set(err, LMC_ERR_INVALID, "%s: empty", f->name);
+        *(const char **)dst = v; /* argv outlives the run */
+        return LMC_OK;
+    }
+    if (f->kind == NUM_NONNEG_DOUBLE)
+        return lmc_flag_parse_nonneg_double(f->name, v, dst, err);
+    uint64_t u;
+    lmc_status st = lmc_flag_parse_u64(f->name, v, f->lo, f->hi, &u, err);
+    if (st != LMC_OK)
+        return st;
     switch (f->kind) {
     case NUM_U32:
         *(uint32_t *)dst = (uint32_t)u;
@@ -127,13 +153,12 @@ static void num_store(server_args *a, const num_flag *f, uint64_t u)
     case NUM_SIZE:
         *(size_t *)dst = (size_t)u;
         break;
+    case NUM_NONNEG_DOUBLE:
+    case TEXT:
+    case TEXT_NONEMPTY:
+        break; /* handled above */
     }
-}
-
-static void note_synthetic(server_args *a, const char *flag)
-{
-    a->chat_flag_given = true;
-    a->chat_flag = flag;
+    return LMC_OK;
 }
 
 /* 0 ok, 2 usage error (printed), -1 help printed. */
@@ -155,53 +180,21 @@ static int parse_server(int argc, char **argv, server_args *a)
             a->json = true;
             continue;
         }
-        const num_flag *nf = NULL;
-        for (size_t k = 0; k < sizeof(num_flags) / sizeof(num_flags[0]) && nf == NULL; k++) {
-            v = lmc_flag_value(num_flags[k].name, argc, argv, &i, &m);
+        const value_flag *f = NULL;
+        for (size_t k = 0; k < sizeof(value_flags) / sizeof(value_flags[0]) && f == NULL; k++) {
+            v = lmc_flag_value(value_flags[k].name, argc, argv, &i, &m);
             if (v != NULL || m)
-                nf = &num_flags[k];
+                f = &value_flags[k];
         }
-        if (nf != NULL) {
-            uint64_t u;
+        if (f != NULL) {
             if (v == NULL)
                 goto missing;
-            if (lmc_flag_parse_u64(nf->name, v, nf->lo, nf->hi, &u, &err) != LMC_OK)
+            if (flag_parse(a, f, v, &err) != LMC_OK)
                 goto bad;
-            num_store(a, nf, u);
-            if (nf->synthetic)
-                note_synthetic(a, nf->name);
-        } else if ((v = lmc_flag_value("--interval-ms", argc, argv, &i, &m)) != NULL || m) {
-            if (v == NULL)
-                goto missing;
-            if (lmc_flag_parse_nonneg_double("--interval-ms", v, &a->chat.interval_ms, &err) !=
-                LMC_OK)
-                goto bad;
-            note_synthetic(a, "--interval-ms");
-        } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) != NULL || m) {
-            if (v == NULL)
-                goto missing;
-            if (lmc_flag_parse_nonneg_double("--time-scale", v, &a->run.time_scale, &err) != LMC_OK)
-                goto bad;
-        } else if ((v = lmc_flag_value("--host", argc, argv, &i, &m)) != NULL || m) {
-            if (v == NULL)
-                goto missing;
-            if (*v == '\0') {
-                fprintf(stderr, "lmcache bench server: --host: empty\n");
-                return 2;
+            if (f->synthetic) {
+                a->chat_flag_given = true;
+                a->chat_flag = f->name;
             }
-            a->run.host = v;
-        } else if ((v = lmc_flag_value("--trace", argc, argv, &i, &m)) != NULL || m) {
-            if (v == NULL)
-                goto missing;
-            a->trace = v;
-        } else if ((v = lmc_flag_value("--model-name", argc, argv, &i, &m)) != NULL || m) {
-            if (v == NULL)
-                goto missing;
-            if (*v == '\0') {
-                fprintf(stderr, "lmcache bench server: --model-name: empty\n");
-                return 2;
-            }
-            a->run.model_name = v;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "lmcache bench server: unknown option '%s'\n\n", arg);
             server_usage(stderr);

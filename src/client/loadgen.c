@@ -28,16 +28,16 @@ const char *lmc_loadgen_op_name(lmc_loadgen_op op)
 
 void lmc_loadgen_options_init(lmc_loadgen_options *o)
 {
-    memset(o, 0, sizeof(*o));
-    o->host = "127.0.0.1";
-    o->port = 5555;
-    o->time_scale = 1.0;
-    o->concurrency = 1;
-    o->blocks = 16384;
-    o->bytes_per_token = 64;
-    o->tokens_per_block = 16;
-    o->model_name = "bench-model";
-    o->timeout_ms = 30000;
+    *o = (lmc_loadgen_options){.host = "127.0.0.1",
+                               .port = 5555,
+                               .time_scale = 1.0,
+                               .concurrency = 1,
+                               .blocks = 16384,
+                               .bytes_per_token = 64,
+                               .tokens_per_block = 16,
+                               .model_name = "bench-model",
+                               .timeout_ms = 30000,
+                               .cancel = NULL};
 }
 
 typedef struct run_shared {
