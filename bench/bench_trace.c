@@ -4,7 +4,7 @@
  * measured side by side in the same run.
  *
  * Metrics (DESIGN.md section 5 targets in brackets):
- *   off_overhead_ns         LMC_TRACE_FINISH_WRITE with the gate off, per call,
+ *   off_overhead_ns         LMC_TRACE(FINISH_WRITE) with the gate off, per call,
  *                           minus the same loop without it [<= 1 ns]
  *   on_caller_1key_ns       reserve_write capture of 1 key, gate on, p50
  *   on_caller_16keys_ns     the same with 16 keys [<= 150 ns]
@@ -121,7 +121,8 @@ static void make_call(call_args *c, size_t n, uint64_t seed)
 static void emit_ours(void *arg)
 {
     const call_args *c = arg;
-    LMC_TRACE_RESERVE_WRITE(c->keys, c->n, &c->layout, LMC_WRITE_NEW);
+    LMC_TRACE(RESERVE_WRITE, .keys = c->keys, .n_keys = c->n, .layout = &c->layout,
+              .mode = LMC_WRITE_NEW);
 }
 
 typedef void (*emit_fn)(void *arg);
@@ -214,7 +215,7 @@ __attribute__((noinline)) static uint64_t loop_hooked(const lmc_object_key *keys
 {
     uint64_t t0 = lmc_mono_ns();
     for (uint64_t i = 0; i < n; i++) {
-        LMC_TRACE_FINISH_WRITE(keys, 1);
+        LMC_TRACE(FINISH_WRITE, .keys = keys, .n_keys = 1);
         __asm__ __volatile__("" : : "r"(keys) : "memory");
     }
     return lmc_mono_ns() - t0;
@@ -312,7 +313,8 @@ static int bench_drain(const call_args *calls, size_t n, drain_result *out)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const call_args *c = &calls[i % CALL_VARIANTS];
-        LMC_TRACE_RESERVE_WRITE(c->keys, c->n, &c->layout, LMC_WRITE_NEW);
+        LMC_TRACE(RESERVE_WRITE, .keys = c->keys, .n_keys = c->n, .layout = &c->layout,
+                  .mode = LMC_WRITE_NEW);
     }
     uint64_t dropped = lmc_event_bus_dropped(t.bus);
     uint64_t t0 = lmc_mono_ns();

@@ -16,11 +16,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "trace/capture.h"
 #include "trace/codec.h"
+#include "trace/ops.h"
 
 #define LOG_COMP "replay"
-#define P LMC_TRACE_QUALNAME_PREFIX
 
 /* ---------------------------------------------------------------------- */
 /* Dispatcher                                                              */
@@ -112,12 +111,9 @@ lmc_dispatcher *lmc_dispatcher_default(void)
         lmc_trace_op op;
         lmc_replay_handler h;
     } table[] = {
-        {LMC_TRACE_OP_RESERVE_WRITE, lmc_replay_reserve_write},
-        {LMC_TRACE_OP_FINISH_WRITE, lmc_replay_finish_write},
-        {LMC_TRACE_OP_SUBMIT_PREFETCH, lmc_replay_submit_prefetch},
-        {LMC_TRACE_OP_FINISH_READ, lmc_replay_finish_read},
-        {LMC_TRACE_OP_READ_ENTER, lmc_replay_read_enter},
-        {LMC_TRACE_OP_READ_EXIT, lmc_replay_read_exit},
+#define LMC_TRACE_OP(ID, name, method, ...) {LMC_TRACE_OP_##ID, lmc_replay_##name},
+#include "trace/ops.def"
+#undef LMC_TRACE_OP
     };
     lmc_dispatcher *d = lmc_dispatcher_create();
     if (d == NULL)

@@ -188,7 +188,7 @@ size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys,
                             const lmc_layout_desc *layout, lmc_write_mode mode, lmc_l1_error *errs,
                             lmc_memory_obj *objs)
 {
-    LMC_TRACE_RESERVE_WRITE(keys, n, layout, mode);
+    LMC_TRACE(RESERVE_WRITE, .keys = keys, .n_keys = n, .layout = layout, .mode = mode);
     lmc_l1_reserve_write(sm->l1, keys, n, NULL, layout, mode, errs, objs);
     size_t ok = 0, oom = 0;
     for (size_t i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys,
 void lmc_sm_finish_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                          lmc_l1_error *errs)
 {
-    LMC_TRACE_FINISH_WRITE(keys, n);
+    LMC_TRACE(FINISH_WRITE, .keys = keys, .n_keys = n);
     lmc_l1_error stack_errs[STACK_KEYS];
     lmc_l1_error *e = errs;
     if (e == NULL) {
@@ -230,7 +230,9 @@ lmc_status lmc_sm_submit_prefetch_task(lmc_storage_manager *sm, const lmc_object
                                        lmc_trim_policy policy, lmc_prefetch_handle *handle,
                                        lmc_error *err)
 {
-    LMC_TRACE_SUBMIT_PREFETCH(keys, n, layout, extra_count, external_request_id, policy);
+    LMC_TRACE(SUBMIT_PREFETCH, .keys = keys, .n_keys = n, .layout = layout,
+              .extra_count = extra_count, .external_request_id = external_request_id,
+              .policy = policy);
     memset(handle, 0, sizeof(*handle));
     lmc_l1_error stack_errs[STACK_KEYS];
     uint32_t stack_idx[2 * STACK_KEYS];
@@ -358,7 +360,7 @@ bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefet
 lmc_status lmc_sm_read_prefetched_enter(lmc_storage_manager *sm, const lmc_object_key *keys,
                                         size_t n, lmc_sm_read_ctx *ctx)
 {
-    LMC_TRACE_READ_ENTER(keys, n);
+    LMC_TRACE(READ_ENTER, .keys = keys, .n_keys = n);
     memset(ctx, 0, sizeof(*ctx));
     if (n > 0) {
         ctx->keys = malloc(n * sizeof(*ctx->keys));
@@ -403,7 +405,7 @@ void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx,
             }
         }
     }
-    LMC_TRACE_READ_EXIT(ctx->keys, ctx->n);
+    LMC_TRACE(READ_EXIT, .keys = ctx->keys, .n_keys = ctx->n);
     free(ctx->keys);
     free(ctx->objs);
     free(ctx->errs);
@@ -413,7 +415,7 @@ void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx,
 void lmc_sm_finish_read_prefetched(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                                    uint32_t extra_count, lmc_l1_error *errs)
 {
-    LMC_TRACE_FINISH_READ(keys, n, extra_count);
+    LMC_TRACE(FINISH_READ, .keys = keys, .n_keys = n, .extra_count = extra_count);
     lmc_l1_error stack_errs[STACK_KEYS];
     lmc_l1_error *e = errs;
     if (e == NULL) {
