@@ -135,7 +135,9 @@ static int cmd_trace_info(int argc, char **argv)
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             has_dropped = true;
-            dropped += lmc_trace_reader_peek_int_arg(rd, "dropped_count");
+            int64_t n;
+            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
+                dropped += (uint64_t)n;
             continue;
         }
         if (t_mono > duration && isfinite(t_mono))

@@ -85,13 +85,10 @@ bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname)
     return find(d, qualname) != NULL;
 }
 
-size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out)
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char **out, size_t cap)
 {
-    *out = d->n ? malloc(d->n * sizeof(**out)) : NULL;
-    if (*out == NULL)
-        return 0;
-    for (size_t i = 0; i < d->n; i++)
-        (*out)[i] = d->entries[i].qualname;
+    for (size_t i = 0; i < d->n && i < cap; i++)
+        out[i] = d->entries[i].qualname;
     return d->n;
 }
 
@@ -213,11 +210,15 @@ size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
     size_t kept = 0;
     for (size_t i = 0; i < ctx->n_prefetches; i++) {
         lmc_bitmap bm;
-        if (lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm)) {
+        lmc_status st = lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm);
+        if (st == LMC_OK)
             lmc_bitmap_free(&bm);
-            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
-        } else {
+        /* BUSY, or NOMEM with the result kept for the next poll: keep the handle.
+         * NOT_FOUND (collected already) cannot change any more: drop it. */
+        if (st == LMC_ERR_BUSY || st == LMC_ERR_NOMEM) {
             ctx->prefetches[kept++] = ctx->prefetches[i];
+        } else {
+            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
         }
     }
     ctx->n_prefetches = kept;

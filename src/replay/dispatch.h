@@ -38,8 +38,13 @@ void lmc_dispatcher_destroy(lmc_dispatcher *d);
 lmc_status lmc_dispatcher_register(lmc_dispatcher *d, const char *qualname, lmc_replay_handler h,
                                    lmc_error *err);
 bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname);
-/* The registered qualnames (a fresh malloc'd array of borrowed strings; caller frees it). */
-size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out);
+/*
+ * How many qualnames are registered (0: none), in registration order;
+ * the first min(that, cap) of them go to out[] (borrowed, valid until the
+ * dispatcher is destroyed). Nothing is allocated, so this cannot fail:
+ * call with cap 0 for the count, then with an array that size.
+ */
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char **out, size_t cap);
 /* LMC_ERR_NOT_FOUND "no handler for qualname '<q>'" when none is registered. */
 lmc_status lmc_dispatcher_dispatch(const lmc_dispatcher *d, const char *qualname,
                                    lmc_replay_ctx *ctx, const lmc_trace_record *rec,

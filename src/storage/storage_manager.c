@@ -317,17 +317,27 @@ lmc_status lmc_sm_submit_prefetch_task(lmc_storage_manager *sm, const lmc_object
     return st;
 }
 
-bool lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
-                                  lmc_bitmap *out)
+lmc_status lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
+                                        lmc_bitmap *out)
 {
+    /*
+     * The answer's bitmap comes first: taking the controller's result
+     * consumes it, so nothing after the take may fail, or the L2 hits
+     * (and the read locks they hold) would be lost.
+     */
+    lmc_bitmap found_bm;
+    if (lmc_bitmap_init(&found_bm, handle->total_requested_keys, 0) != LMC_OK)
+        return LMC_ERR_NOMEM;
     lmc_bitmap l2 = {0};
-    if (handle->prefetch_request_id >= 0 &&
-        !lmc_prefetch_controller_take_result(sm->prefetch, handle->prefetch_request_id, &l2))
-        return false;
-    if (lmc_bitmap_init(out, handle->total_requested_keys, 0) != LMC_OK) {
-        lmc_bitmap_free(&l2);
-        return false;
+    if (handle->prefetch_request_id >= 0) {
+        lmc_status st =
+            lmc_prefetch_controller_take_result(sm->prefetch, handle->prefetch_request_id, &l2);
+        if (st != LMC_OK) {
+            lmc_bitmap_free(&found_bm);
+            return st;
+        }
     }
+    *out = found_bm;
     for (size_t i = 0; i < handle->l1_found_count; i++)
         lmc_bitmap_set(out, handle->l1_found_indices[i]);
     for (size_t j = 0; j < handle->l2_orig_count; j++) {
@@ -339,7 +349,7 @@ bool lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_ha
     if (found > 0)
         LMC_DEBUG("sm", "prefetch %s: %zu of %zu keys found", handle->external_request_id,
                   found, handle->total_requested_keys);
-    return true;
+    return LMC_OK;
 }
 
 bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
