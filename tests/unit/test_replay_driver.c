@@ -380,14 +380,13 @@ typedef struct counts {
     size_t calls, failed, skipped;
 } counts;
 
-static void count_records(const char *q, double lat, bool failed, bool skipped, void *ud)
+static void count_records(const lmc_replay_record_view *rec, void *ud)
 {
-    (void)q;
-    (void)lat;
     counts *c = ud;
     c->calls++;
-    c->failed += failed;
-    c->skipped += skipped;
+    c->failed += rec->failed;
+    c->skipped += rec->skipped;
+    assert_int_equal(rec->index, c->calls); /* 1-based, one per report */
 }
 
 static void test_reserve_and_finish_write_replay_with_matching_digest(void **state)
