@@ -311,29 +311,37 @@ static void test_prefetch_round_trip_through_mock_adapter(void **state)
                           true);
 }
 
+/*
+ * A StorageManager over one mock L2 adapter (bandwidth_gb GB/s), with n
+ * keys stored to L2, dropped from L1, and a prefetch of them submitted.
+ */
+static lmc_storage_manager *prefetch_from_l2(const char *bandwidth_gb, lmc_object_key *k, size_t n,
+                                             const lmc_layout_desc *lay, lmc_prefetch_handle *h)
+{
+    char json[128];
+    snprintf(json, sizeof(json),
+             "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": %s}", bandwidth_gb);
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    assert_int_equal(sm_test_store(sm, k, n, lay), n);
+    assert_true(lmc_sm_wait_idle(sm, 5000));
+    assert_int_equal(lmc_sm_clear(sm, false), n);
+    assert_int_equal(lmc_sm_submit_prefetch_task(sm, k, n, lay, 0, "r", LMC_TRIM_PREFIX, h, NULL),
+                     LMC_OK);
+    assert_true(h->prefetch_request_id >= 0);
+    return sm;
+}
+
 static void test_prefetch_status_out_of_memory_keeps_the_l2_result(void **state)
 {
     (void)state;
-    char *argv[] = {"t",
-                    "--l1-size-gb",
-                    "0.01",
-                    "--eviction-policy",
-                    "LRU",
-                    "--l2-adapter",
-                    "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": 10}",
-                    NULL};
-    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
     enum { N = 4 };
     lmc_object_key k[N];
     sm_test_keys(k, N, 650);
     lmc_layout_desc lay = sm_test_layout(4 * KB);
-    assert_int_equal(sm_test_store(sm, k, N, &lay), N);
-    assert_true(lmc_sm_wait_idle(sm, 5000));
-    assert_int_equal(lmc_sm_clear(sm, false), N);
     lmc_prefetch_handle h;
-    assert_int_equal(
-        lmc_sm_submit_prefetch_task(sm, k, N, &lay, 0, "oom", LMC_TRIM_PREFIX, &h, NULL), LMC_OK);
-    assert_true(h.prefetch_request_id >= 0);
+    lmc_storage_manager *sm = prefetch_from_l2("10", k, N, &lay, &h);
     assert_true(lmc_sm_wait_idle(sm, 5000)); /* the L2 result is in */
 
     /* The same request, but its answer's bitmap (SIZE_MAX bits) cannot be allocated. */
@@ -356,25 +364,12 @@ static void test_prefetch_status_out_of_memory_keeps_the_l2_result(void **state)
 static void test_prefetch_status_is_busy_while_the_l2_part_runs(void **state)
 {
     (void)state;
-    /* 1 MB/s: a 64 KiB load takes about 60 ms. */
-    char *argv[] = {"t",
-                    "--l1-size-gb",
-                    "0.01",
-                    "--eviction-policy",
-                    "LRU",
-                    "--l2-adapter",
-                    "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": 0.001}",
-                    NULL};
-    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
     lmc_object_key k[1];
     sm_test_keys(k, 1, 660);
     lmc_layout_desc lay = sm_test_layout(64 * KB);
-    assert_int_equal(sm_test_store(sm, k, 1, &lay), 1);
-    assert_true(lmc_sm_wait_idle(sm, 5000));
-    assert_int_equal(lmc_sm_clear(sm, false), 1);
     lmc_prefetch_handle h;
-    assert_int_equal(
-        lmc_sm_submit_prefetch_task(sm, k, 1, &lay, 0, "busy", LMC_TRIM_PREFIX, &h, NULL), LMC_OK);
+    /* 1 MB/s: loading 64 KiB takes about 60 ms, long after the first query. */
+    lmc_storage_manager *sm = prefetch_from_l2("0.001", k, 1, &lay, &h);
     lmc_bitmap bm;
     assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_ERR_BUSY);
     sm_test_wait_prefetch(sm, &h, &bm);
