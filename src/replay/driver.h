@@ -25,10 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lmcache/config.h"
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
 #include "replay/stats.h"
-#include "storage/config.h"
 
 /*
  * One record as the driver reports it, after its dispatch (or its skip);
