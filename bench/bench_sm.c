@@ -130,9 +130,10 @@ static double bench_prefetch_hit(lmc_storage_manager *sm, size_t iters, double o
         uint64_t t0 = lmc_mono_ns();
         lmc_sm_submit_prefetch_task(sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX, &h,
                                     NULL);
-        lmc_sm_query_prefetch_status(sm, &h, &bm);
+        lmc_status st = lmc_sm_query_prefetch_status(sm, &h, &bm);
         total += lmc_mono_ns() - t0;
-        lmc_bitmap_free(&bm);
+        if (st == LMC_OK)
+            lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);
         lmc_sm_finish_read_prefetched(sm, keys, NKEYS, 0, NULL);
     }
@@ -184,9 +185,9 @@ static void *cycle_worker(void *arg)
         lmc_sm_finish_write(w->sm, keys, NKEYS, errs);
         lmc_prefetch_handle h;
         lmc_bitmap bm;
-        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX, &h,
-                                    NULL);
-        if (lmc_sm_query_prefetch_status(w->sm, &h, &bm))
+        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX,
+                                    &h, NULL);
+        if (lmc_sm_query_prefetch_status(w->sm, &h, &bm) == LMC_OK)
             lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);
         lmc_sm_read_ctx ctx;

@@ -8,14 +8,15 @@
  * alternates between a handful of names, so the scan is usually one step.
  *
  * Threads: any thread may record; one mutex guards everything. Summaries
- * and exports copy the samples under the mutex and sort and sum outside it,
- * so a long summary never stalls the dispatch thread.
+ * copy the samples under the mutex and sort and sum outside it, so a long
+ * summary never stalls the dispatch thread. (The CSV and summary JSON that
+ * render them are replay outputs: output_csv.c, output_summary.c.)
  *
  * Why the arithmetic looks the way it does:
  *   - The mean reproduces Python's statistics.fmean, which is math.fsum
  *     (an exactly rounded sum, Shewchuk's partials as in CPython's
  *     mathmodule.c) divided by n. A naive or merely compensated sum can
- *     differ in the last bit, and the JSON export prints float repr.
+ *     differ in the last bit, and the summary JSON prints float repr.
  *   - total_s reproduces the built-in sum() of CPython 3.12+ (Neumaier
  *     compensation) divided by 1000, which is what _stats.py computes.
  *   - A recording that cannot allocate drops its sample: record() has no
@@ -23,18 +24,12 @@
  */
 #include "replay/stats.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
 #include "core/samples.h"
-#include "core/strbuf.h"
 
 typedef struct bucket {
     char *qualname;
@@ -329,8 +324,7 @@ static void op_fill(lmc_op_stats *op, double *ms)
     op->max_ms = ms[n - 1];
 }
 
-/* Summary into *out, or LMC_ERR_NOMEM. */
-static lmc_status summary_build(lmc_replay_stats *s, lmc_op_stats **out, size_t *n_out)
+lmc_status lmc_replay_stats_summarize(lmc_replay_stats *s, lmc_op_stats **out, size_t *n_out)
 {
     snapshot snap;
     *out = NULL;
@@ -350,7 +344,7 @@ static lmc_status summary_build(lmc_replay_stats *s, lmc_op_stats **out, size_t 
 size_t lmc_replay_stats_summary(lmc_replay_stats *s, lmc_op_stats **out)
 {
     size_t n = 0;
-    if (summary_build(s, out, &n) != LMC_OK)
+    if (lmc_replay_stats_summarize(s, out, &n) != LMC_OK)
         return 0; /* *out is NULL: as if nothing was recorded */
     return n;
 }
@@ -371,162 +365,5 @@ lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s)
     st.max_us = v[n - 1];
     st.mean_us = fmean(v, n);
     free(v);
-    return st;
-}
-
-/* ---- exports ---------------------------------------------------------- */
-
-/*
- * One CSV field, Python csv QUOTE_MINIMAL with the default dialect: quote
- * when the field holds the delimiter, the quote character or a character
- * of the "\r\n" line terminator; inner quotes are doubled.
- */
-static void csv_field(lmc_strbuf *b, const char *field)
-{
-    if (strpbrk(field, ",\"\r\n") == NULL) {
-        lmc_strbuf_puts(b, field);
-        return;
-    }
-    lmc_strbuf_append(b, "\"", 1);
-    for (const char *p = field; *p; p++) {
-        if (*p == '"')
-            lmc_strbuf_append(b, "\"\"", 2);
-        else
-            lmc_strbuf_append(b, p, 1);
-    }
-    lmc_strbuf_append(b, "\"", 1);
-}
-
-/* Python's "%.6f" % x: as C, except that a NaN never carries a sign. */
-static void csv_float(lmc_strbuf *b, double x)
-{
-    if (isnan(x))
-        lmc_strbuf_puts(b, ",nan");
-    else
-        lmc_strbuf_printf(b, ",%.6f", x);
-}
-
-static lmc_status write_file(const char *path, const char *data, size_t len, lmc_error *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (f == NULL)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    size_t w = fwrite(data, 1, len, f);
-    int saved = errno;
-    if (w != len) {
-        fclose(f);
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(saved));
-    }
-    if (fclose(f) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    return LMC_OK;
-}
-
-lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc_error *err)
-{
-    lmc_op_stats *ops;
-    size_t n;
-    if (summary_build(s, &ops, &n) != LMC_OK)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "CSV summary '%s': out of memory", path);
-    lmc_strbuf b = {0};
-    lmc_strbuf_puts(&b, "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms\r\n");
-    for (size_t i = 0; i < n; i++) {
-        const lmc_op_stats *o = &ops[i];
-        csv_field(&b, o->qualname);
-        lmc_strbuf_printf(&b, ",%" PRIu64 ",%" PRIu64, o->count, o->error_count);
-        csv_float(&b, o->mean_ms);
-        csv_float(&b, o->p50_ms);
-        csv_float(&b, o->p90_ms);
-        csv_float(&b, o->p99_ms);
-        csv_float(&b, o->min_ms);
-        csv_float(&b, o->max_ms);
-        lmc_strbuf_puts(&b, "\r\n");
-    }
-    lmc_replay_stats_free_summary(ops, n);
-    lmc_status st;
-    if (b.oom)
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "CSV summary '%s': out of memory", path);
-    else
-        st = write_file(path, b.p, b.len, err);
-    free(b.p);
-    return st;
-}
-
-/* Set key on obj; false on any failure (the setter frees v then). */
-static bool jset(lmc_json *obj, const char *key, lmc_json *v)
-{
-    return lmc_json_object_set(obj, key, v) == LMC_OK;
-}
-
-static lmc_json *op_json(const lmc_op_stats *o)
-{
-    lmc_json *v = lmc_json_object();
-    bool ok = jset(v, "count", lmc_json_int((int64_t)o->count));
-    ok &= jset(v, "errors", lmc_json_int((int64_t)o->error_count));
-    ok &= jset(v, "mean_ms", lmc_json_float(o->mean_ms));
-    ok &= jset(v, "p50_ms", lmc_json_float(o->p50_ms));
-    ok &= jset(v, "p90_ms", lmc_json_float(o->p90_ms));
-    ok &= jset(v, "p99_ms", lmc_json_float(o->p99_ms));
-    ok &= jset(v, "min_ms", lmc_json_float(o->min_ms));
-    ok &= jset(v, "max_ms", lmc_json_float(o->max_ms));
-    if (!ok) {
-        lmc_json_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-static lmc_json *lateness_json(const lmc_lateness_stats *l)
-{
-    lmc_json *v = lmc_json_object();
-    bool ok = jset(v, "count", lmc_json_int((int64_t)l->count));
-    ok &= jset(v, "max_us", lmc_json_float(l->max_us));
-    ok &= jset(v, "mean_us", lmc_json_float(l->mean_us));
-    ok &= jset(v, "p50_us", lmc_json_float(l->p50_us));
-    ok &= jset(v, "p99_us", lmc_json_float(l->p99_us));
-    if (!ok) {
-        lmc_json_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lmc_error *err)
-{
-    lmc_op_stats *ops;
-    size_t n;
-    if (summary_build(s, &ops, &n) != LMC_OK)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "JSON summary '%s': out of memory", path);
-    lmc_lateness_stats late = lmc_replay_stats_lateness(s);
-    lmc_json *root = lmc_json_object();
-    lmc_json *jops = lmc_json_object();
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++)
-        ok = jset(jops, ops[i].qualname, op_json(&ops[i]));
-    lmc_replay_stats_free_summary(ops, n);
-    if (!ok) {
-        lmc_json_free(jops);
-        jops = NULL;
-    }
-    ok &= jset(root, "duration_s", lmc_json_float(lmc_replay_stats_duration_s(s)));
-    ok &= jset(root, "ops", jops);
-    ok &= jset(root, "lateness", lateness_json(&late));
-    char *text = NULL;
-    size_t len = 0;
-    lmc_status st;
-    if (ok)
-        text = lmc_json_dumps(root, LMC_JSON_SORT_KEYS, 2, &len);
-    lmc_json_free(root);
-    lmc_strbuf b = {0};
-    if (text != NULL) {
-        lmc_strbuf_append(&b, text, len);
-        lmc_strbuf_append(&b, "\n", 1);
-        free(text);
-    }
-    if (text == NULL || b.oom)
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "JSON summary '%s': out of memory", path);
-    else
-        st = write_file(path, b.p, b.len, err);
-    free(b.p);
     return st;
 }

@@ -12,7 +12,7 @@
  * statistics.fmean).
  *
  * Threads: lmc_replay_stats_record is thread-safe (one mutex); summaries
- * and exports take the same mutex.
+ * take the same mutex.
  */
 #ifndef LMC_REPLAY_STATS_H
 #define LMC_REPLAY_STATS_H
@@ -55,27 +55,15 @@ double lmc_replay_stats_duration_s(lmc_replay_stats *s);
 
 /*
  * A summary per qualname, sorted by qualname: *out is a malloc'd array the
- * caller frees with lmc_replay_stats_free_summary; returns the count.
+ * caller frees with lmc_replay_stats_free_summary (NULL when *n is 0), *n
+ * its length; LMC_ERR_NOMEM (*out NULL, *n 0) when memory runs out.
  */
+lmc_status lmc_replay_stats_summarize(lmc_replay_stats *s, lmc_op_stats **out, size_t *n);
+
+/* The same, returning the count; out of memory looks like no samples (0). */
 size_t lmc_replay_stats_summary(lmc_replay_stats *s, lmc_op_stats **out);
 void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n);
 
 lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s);
-
-/*
- * trace_replay_ops.csv: header row exactly
- * "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms", one
- * row per qualname sorted by qualname, floats "%.6f", CRLF line endings,
- * fields quoted only when needed (Python csv's default dialect).
- */
-lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc_error *err);
-
-/*
- * trace_replay_summary.json: json.dump(payload, indent=2, sort_keys=True) +
- * "\n" of {"duration_s": f, "ops": {q: {"count", "errors", "max_ms",
- * "mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms"}}}, plus "lateness":
- * {"count", "max_us", "mean_us", "p50_us", "p99_us"} (our addition).
- */
-lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lmc_error *err);
 
 #endif

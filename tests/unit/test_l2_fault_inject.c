@@ -275,7 +275,7 @@ typedef struct worker_arg {
 static bool wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h, lmc_bitmap *out)
 {
     uint64_t deadline = lmc_mono_ms() + 5000;
-    while (!lmc_sm_query_prefetch_status(sm, h, out)) {
+    while (lmc_sm_query_prefetch_status(sm, h, out) != LMC_OK) {
         if (lmc_mono_ms() > deadline)
             return false;
         lmc_sleep_ns(200 * 1000);

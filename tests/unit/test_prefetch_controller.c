@@ -252,7 +252,7 @@ static lmc_bitmap wait_result(lmc_prefetch_controller *pc, int64_t id)
 {
     lmc_bitmap bm = {0, NULL};
     for (unsigned t = 0; t < WAIT_MS; t++) {
-        if (lmc_prefetch_controller_take_result(pc, id, &bm))
+        if (lmc_prefetch_controller_take_result(pc, id, &bm) == LMC_OK)
             return bm;
         lmc_sleep_ns(1000 * 1000);
     }
@@ -544,7 +544,7 @@ static void test_no_adapters_completes_at_once_with_zeros(void **state)
     assert_true(lmc_prefetch_controller_query_lookup(pc, id, &hits));
     assert_int_equal(hits, 0);
     lmc_bitmap bm;
-    assert_true(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_OK);
     assert_bits(&bm, "000");
     lmc_bitmap_free(&bm);
     assert_int_equal(lmc_l1_object_count(l1), 0);
@@ -592,14 +592,14 @@ static void test_take_returns_result_once_and_query_lookup_until_taken(void **st
     assert_int_equal(hits, 2);
 
     lmc_bitmap bm;
-    assert_true(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_OK);
     assert_bits(&bm, "110");
     lmc_bitmap_free(&bm);
     /* Popped: neither the result nor the lookup count is there any more. */
-    assert_false(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_ERR_NOT_FOUND);
     assert_false(lmc_prefetch_controller_query_lookup(pc, id, &hits));
     /* Never-submitted ids are simply unknown. */
-    assert_false(lmc_prefetch_controller_take_result(pc, 12345, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, 12345, &bm), LMC_ERR_NOT_FOUND);
     assert_false(lmc_prefetch_controller_query_lookup(pc, -1, &hits));
 
     finish_read(l1, ids, 2, 0);
@@ -1145,7 +1145,7 @@ static void test_busy_counts_requests_until_they_complete(void **state)
     int64_t id = submit(pc, ids, 1, 0, LMC_TRIM_PREFIX);
     assert_int_equal(lmc_prefetch_controller_busy(pc), 1);
     lmc_bitmap bm;
-    assert_false(lmc_prefetch_controller_take_result(pc, id, &bm)); /* still running */
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_ERR_BUSY);
     bm = wait_result(pc, id);
     assert_bits(&bm, "1");
     lmc_bitmap_free(&bm);
