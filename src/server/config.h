@@ -3,7 +3,7 @@
  *
  * Owns: lmc_server_config (its strings borrow argv) and the parsing and
  * help of the server's own flags; the StorageManager flags are
- * storage/config.h's, parsed in the same pass. Threads: none.
+ * lmcache/config.h's, parsed in the same pass. Threads: none.
  */
 #ifndef LMC_SERVER_CONFIG_H
 #define LMC_SERVER_CONFIG_H
@@ -11,8 +11,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "lmcache/config.h"
 #include "lmcache/status.h"
-#include "storage/config.h"
 
 typedef struct lmc_server_config {
     const char *host;            /* default 127.0.0.1 */

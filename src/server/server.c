@@ -39,6 +39,7 @@
 #include "server/ops.h"
 #include "server/protocol.h"
 #include "server/regions.h"
+#include "storage/config.h" /* the config digest for the trace header */
 #include "trace/capture.h"
 #include "trace/lifecycle.h"
 #include "trace/recorder.h"
