@@ -206,8 +206,8 @@ typedef struct op_row {
 
 /* Indexed by legacy id: one entry per row of ops.def; a worker unless the row says loop. */
 static const op_row ROWS[] = {
-#define LMC_SERVER_OP(name, id, min, max, usage, decode, handle) [id] = {handle, false},
-#define LMC_SERVER_LOOP_OP(name, id, min, max, usage, decode, handle) [id] = {handle, true},
+#define LMC_SERVER_OP(name, id, wire, min, max, usage, decode, handle) [id] = {handle, false},
+#define LMC_SERVER_LOOP_OP(name, id, wire, min, max, usage, decode, handle) [id] = {handle, true},
 #include "server/ops.def"
 };
 #define N_ROWS (sizeof(ROWS) / sizeof(ROWS[0]))

@@ -2,21 +2,23 @@
  * protocol.c -- decoding, validation and encoding of `lmcache server`
  * messages (see protocol.h and docs/protocol.md).
  *
- * Owns: the operation table and every byte-level rule of a request.
+ * Owns: LMCache's legacy operation names, the payload decoders of the
+ * operations in ops.def (and their frame counts, from the same rows), and
+ * every byte-level rule of a request.
  * Threads: none; pure functions over caller-owned frames. A decoded
  * request owns its strings and arrays (lmc_request_free).
  *
- * Decoding never calls msgpack_unpack. msgpack-c allocates an array's or
+ * Decoding never calls msgpack_unpack: msgpack-c allocates an array's or
  * map's storage from the declared count before it has seen the elements,
- * so a 5-byte frame (dd ff ff ff ff) would ask its zone for 64 GiB.
- * Instead a small cursor reads one item header at a time and checks every
- * declared length against the bytes left in the frame before anything
- * happens: a str/bin/ext body must fit, an array of n items needs at least
- * n more bytes and a map of n pairs 2n (every msgpack value is >= 1 byte).
- * The only allocations are the fields we keep (token ids, block ids,
- * strings), each bounded by the frame size. Values we do not read (unknown
- * map keys, ignored frames) are skipped with a pending-item counter rather
- * than recursion, so deep nesting cannot exhaust the stack.
+ * so a 5-byte frame (dd ff ff ff ff) would ask its zone for 64 GiB. The
+ * frames are read with the bounds-checked reader (core/mp_reader.h), which
+ * checks every declared length against the bytes left in the frame before
+ * anything happens: a str/bin/ext body must fit, an array of n items needs
+ * at least n more bytes and a map of n pairs 2n. The only allocations are
+ * the fields we keep (token ids, block ids, strings), each bounded by the
+ * frame size. Values we do not read (unknown map keys, ignored frames) are
+ * skipped with a pending-item counter rather than recursion, so deep
+ * nesting cannot exhaust the stack.
  *
  * Error codes: LMC_ERR_FORMAT for what is not a well-formed message of the
  * operation (bad msgpack, wrong type, wrong frame count, missing field),
@@ -35,7 +37,7 @@
 #include "core/mp_reader.h"
 
 /* ---------------------------------------------------------------------- */
-/* Operation table                                                         */
+/* Legacy operation names                                                  */
 /* ---------------------------------------------------------------------- */
 
 /* LMCache's frozen legacy ids 1..34 (server-protocol.md section 2). */
@@ -81,14 +83,6 @@ static const char *const LEGACY_NAMES[] = {
 const char *lmc_op_legacy_name(int64_t id)
 {
     return id >= 1 && id < N_LEGACY ? LEGACY_NAMES[id] : NULL;
-}
-
-/* The row of an implemented operation (see OPS, below), or NULL. */
-static const struct op_entry *op_entry_of(int64_t id);
-
-const char *lmc_op_name(lmc_op op)
-{
-    return op_entry_of(op) != NULL ? LEGACY_NAMES[op] : NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -694,8 +688,8 @@ static lmc_status rd_bin_ignored(dec *d, cur *c, const char *field)
 
 static lmc_status rd_request_id(dec *d, cur *c, const char *field, char **out)
 {
-    const uint8_t *p = NULL;
-    size_t n = 0;
+    const uint8_t *p;
+    size_t n;
     lmc_status st;
     if ((st = rd_str(d, c, field, &p, &n)) != LMC_OK ||
         (st = check_request_id(d, field, p, n)) != LMC_OK)
@@ -818,6 +812,7 @@ static lmc_status p_clear(dec *d, cur *f, size_t n, lmc_request *req)
 }
 
 typedef struct op_entry {
+    const char *name;
     uint8_t min, max; /* payload frames */
     const char *usage;
     payload_fn fn; /* NULL: not implemented */
@@ -825,7 +820,8 @@ typedef struct op_entry {
 
 /* Indexed by legacy id: one entry per row of ops.def. */
 static const op_entry OPS[] = {
-#define LMC_SERVER_OP(name, id, min, max, usage, decode, handle) [id] = {min, max, usage, decode},
+#define LMC_SERVER_OP(name, id, wire, min, max, usage, decode, handle)                             \
+    [id] = {wire, min, max, usage, decode},
 #include "server/ops.def"
 };
 #define N_OPS ((int64_t)(sizeof(OPS) / sizeof(OPS[0])))
@@ -833,6 +829,12 @@ static const op_entry OPS[] = {
 static const op_entry *op_entry_of(int64_t id)
 {
     return id > 0 && id < N_OPS && OPS[id].fn != NULL ? &OPS[id] : NULL;
+}
+
+const char *lmc_op_name(lmc_op op)
+{
+    const op_entry *e = op_entry_of(op);
+    return e != NULL ? e->name : NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -871,15 +873,16 @@ static lmc_status decode_op(dec *d, cur *c, lmc_op *op)
     if (it.type == LMC_MP_UINT) /* above INT64_MAX */
         return reject(d, LMC_ERR_INVALID, "unknown operation id %" PRIu64, it.v.u);
     if (it.type == LMC_MP_STR) {
-        for (int64_t k = 1; k < N_LEGACY; k++) {
-            if (!lmc_mp_str_is(&it, LEGACY_NAMES[k]))
-                continue;
-            if (op_entry_of(k) != NULL) {
+        for (int64_t k = 1; k < N_OPS; k++) {
+            if (OPS[k].fn != NULL && lmc_mp_str_is(&it, OPS[k].name)) {
                 *op = (lmc_op)k;
                 return LMC_OK;
             }
-            return reject(d, LMC_ERR_INVALID, "operation '%s' is not implemented by this server",
-                          LEGACY_NAMES[k]);
+        }
+        for (int64_t k = 1; k < N_LEGACY; k++) {
+            if (lmc_mp_str_is(&it, LEGACY_NAMES[k]))
+                return reject(d, LMC_ERR_INVALID,
+                              "operation '%s' is not implemented by this server", LEGACY_NAMES[k]);
         }
         char q[80];
         return reject(d, LMC_ERR_INVALID, "unknown operation '%s'",

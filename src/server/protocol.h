@@ -38,7 +38,7 @@
  */
 typedef enum lmc_op {
     LMC_OP_INVALID = 0,
-#define LMC_SERVER_OP(name, id, min, max, usage, decode, handle) LMC_OP_##name = id,
+#define LMC_SERVER_OP(name, id, wire, min, max, usage, decode, handle) LMC_OP_##name = id,
 #include "server/ops.def"
 } lmc_op;
 
