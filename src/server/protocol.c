@@ -30,11 +30,13 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/mp_reader.h"
+#include "core/msgpack_util.h"
 
 /* ---------------------------------------------------------------------- */
 /* Legacy operation names                                                  */
@@ -321,20 +323,6 @@ static lmc_status check_shm_name(dec *d, const char *field, const uint8_t *p, si
     return LMC_OK;
 }
 
-/* Fields of a map payload: one bit each, to catch repeats and omissions. */
-static lmc_status seen_once(dec *d, const char *map, const char *name, uint32_t *seen, uint32_t bit)
-{
-    if (*seen & bit)
-        return reject(d, LMC_ERR_FORMAT, "%s has field '%s' twice", map, name);
-    *seen |= bit;
-    return LMC_OK;
-}
-
-static bool name_is(const item *k, const char *lit)
-{
-    return lmc_mp_str_is(k, lit);
-}
-
 /* ---------------------------------------------------------------------- */
 /* Payload readers                                                         */
 /* ---------------------------------------------------------------------- */
@@ -344,18 +332,6 @@ typedef enum key_mode {
     KEY_WORKER, /* worker_id must be set */
     KEY_ANY,    /* either (free_lookup_locks) */
 } key_mode;
-
-enum {
-    K_MODEL = 1u << 0,
-    K_WORLD = 1u << 1,
-    K_WORKER = 1u << 2,
-    K_TOKENS = 1u << 3,
-    K_START = 1u << 4,
-    K_END = 1u << 5,
-    K_REQID = 1u << 6,
-    K_SALT = 1u << 7,
-    K_READERS = 1u << 8,
-};
 
 static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
 {
@@ -409,101 +385,148 @@ static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
     return LMC_OK;
 }
 
-static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
+/*
+ * The fields of a map payload (a key, a kv_cache), one row each: how its
+ * value is read and where it goes in the struct being filled. A field may
+ * appear once; a required one must; unknown ones are skipped (forward
+ * compatibility). The required fields are checked in row order.
+ */
+typedef enum field_kind {
+    FIELD_INT,    /* rd_int in [lo, hi] into an int64_t */
+    FIELD_STR,    /* a str, passed to check (if any), copied into a char * */
+    FIELD_CUSTOM, /* read by custom */
+} field_kind;
+
+typedef lmc_status (*str_check)(dec *d, const char *field, const uint8_t *p, size_t n);
+
+typedef struct field_spec {
+    const char *name;
+    field_kind kind;
+    bool required;
+    size_t off; /* of the destination in the struct (FIELD_INT, FIELD_STR) */
+    int64_t lo, hi;
+    str_check check;
+    lmc_status (*custom)(dec *d, cur *c, const char *field, void *dst);
+} field_spec;
+
+static lmc_status rd_field(dec *d, cur *c, const field_spec *f, const char *field, void *dst)
+{
+    char *base = dst;
+    const uint8_t *p;
+    size_t n;
+    lmc_status st;
+    switch (f->kind) {
+    case FIELD_INT:
+        return rd_int(d, c, field, f->lo, f->hi, (int64_t *)(void *)(base + f->off));
+    case FIELD_STR:
+        if ((st = rd_str(d, c, field, &p, &n)) != LMC_OK ||
+            (f->check != NULL && (st = f->check(d, field, p, n)) != LMC_OK))
+            return st;
+        return own_str(d, field, p, n, (char **)(void *)(base + f->off));
+    case FIELD_CUSTOM:
+        break;
+    }
+    return f->custom(d, c, field, dst);
+}
+
+/* Read the map named map (a top-level payload name) into dst by its field table. */
+static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *fields, size_t nf,
+                            void *dst)
 {
     item m;
-    lmc_status st = rd(d, c, "key", &m);
+    lmc_status st = rd(d, c, map, &m);
     if (st != LMC_OK)
         return st;
     if (m.type != LMC_MP_MAP)
-        return wrong_type(d, "key", "a map", &m);
-    uint32_t seen = 0;
-    bool worker_nil = true;
-    key->worker_id = -1;
-    key->num_kv_readers = 1;
+        return wrong_type(d, map, "a map", &m);
+    uint32_t seen = 0; /* bit k: fields[k] was read */
     for (uint32_t k = 0; k < m.v.n; k++) {
         item f;
-        if ((st = rd(d, c, "key", &f)) != LMC_OK)
+        if ((st = rd(d, c, map, &f)) != LMC_OK)
             return st;
         if (f.type != LMC_MP_STR)
-            return reject(d, LMC_ERR_FORMAT, "key field names must be strs (got %s)",
+            return reject(d, LMC_ERR_FORMAT, "%s field names must be strs (got %s)", map,
                           type_name(f.type));
-        const uint8_t *p;
-        size_t n;
-        if (name_is(&f, "model_name")) {
-            if ((st = seen_once(d, "key", "model_name", &seen, K_MODEL)) != LMC_OK ||
-                (st = rd_str(d, c, "key.model_name", &p, &n)) != LMC_OK ||
-                (st = check_model_name(d, "key.model_name", p, n)) != LMC_OK ||
-                (st = own_str(d, "key.model_name", p, n, &key->model_name)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "world_size")) {
-            if ((st = seen_once(d, "key", "world_size", &seen, K_WORLD)) != LMC_OK ||
-                (st = rd_int(d, c, "key.world_size", 1, 255, &key->world_size)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "worker_id")) {
-            item v;
-            if ((st = seen_once(d, "key", "worker_id", &seen, K_WORKER)) != LMC_OK ||
-                (st = rd(d, c, "key.worker_id", &v)) != LMC_OK)
-                return st;
-            if (v.type != LMC_MP_NIL) {
-                if ((st = want_int(d, "key.worker_id", &v, 0, 254, &key->worker_id)) != LMC_OK)
-                    return st;
-                worker_nil = false;
-            }
-        } else if (name_is(&f, "token_ids")) {
-            if ((st = seen_once(d, "key", "token_ids", &seen, K_TOKENS)) != LMC_OK ||
-                (st = rd_token_ids(d, c, key)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "start")) {
-            if ((st = seen_once(d, "key", "start", &seen, K_START)) != LMC_OK ||
-                (st = rd_int(d, c, "key.start", 0, INT64_MAX, &key->start)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "end")) {
-            if ((st = seen_once(d, "key", "end", &seen, K_END)) != LMC_OK ||
-                (st = rd_int(d, c, "key.end", 0, INT64_MAX, &key->end)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "request_id")) {
-            if ((st = seen_once(d, "key", "request_id", &seen, K_REQID)) != LMC_OK ||
-                (st = rd_str(d, c, "key.request_id", &p, &n)) != LMC_OK ||
-                (st = check_request_id(d, "key.request_id", p, n)) != LMC_OK ||
-                (st = own_str(d, "key.request_id", p, n, &key->request_id)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "cache_salt")) {
-            item v;
-            if ((st = seen_once(d, "key", "cache_salt", &seen, K_SALT)) != LMC_OK ||
-                (st = rd(d, c, "key.cache_salt", &v)) != LMC_OK)
-                return st;
-            if (v.type == LMC_MP_NIL) /* None: no salt */
+        size_t i = 0;
+        while (i < nf && !lmc_mp_str_is(&f, fields[i].name))
+            i++;
+        char field[96];
+        if (i == nf) { /* unknown field: forward compatibility */
+            if (skip(c))
                 continue;
-            if (v.type != LMC_MP_STR)
-                return wrong_type(d, "key.cache_salt", "a str", &v);
-            const uint8_t *sp = (const uint8_t *)v.v.s.ptr;
-            if ((st = check_cache_salt(d, "key.cache_salt", sp, v.v.s.len)) != LMC_OK ||
-                (st = own_str(d, "key.cache_salt", sp, v.v.s.len, &key->cache_salt)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "num_kv_readers")) {
-            if ((st = seen_once(d, "key", "num_kv_readers", &seen, K_READERS)) != LMC_OK ||
-                (st = rd_int(d, c, "key.num_kv_readers", 1, 128, &key->num_kv_readers)) != LMC_OK)
-                return st;
-        } else if (!skip(c)) { /* unknown field: forward compatibility */
-            char q[80], fld[96];
-            snprintf(fld, sizeof(fld), "key.%s",
+            char q[80];
+            snprintf(field, sizeof(field), "%s.%s", map,
                      quote((const uint8_t *)f.v.s.ptr, f.v.s.len, q, sizeof(q)));
-            return malformed(d, fld);
+            return malformed(d, field);
         }
+        if (seen & (1u << i))
+            return reject(d, LMC_ERR_FORMAT, "%s has field '%s' twice", map, fields[i].name);
+        seen |= 1u << i;
+        snprintf(field, sizeof(field), "%s.%s", map, fields[i].name);
+        if ((st = rd_field(d, c, &fields[i], field, dst)) != LMC_OK)
+            return st;
     }
+    for (size_t i = 0; i < nf; i++)
+        if (fields[i].required && !(seen & (1u << i)))
+            return reject(d, LMC_ERR_FORMAT, "%s is missing field '%s'", map, fields[i].name);
+    return LMC_OK;
+}
 
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } required[] = {
-        {K_MODEL, "model_name"}, {K_WORLD, "world_size"}, {K_TOKENS, "token_ids"},
-        {K_START, "start"},      {K_END, "end"},          {K_REQID, "request_id"},
-    };
-    for (size_t k = 0; k < sizeof(required) / sizeof(required[0]); k++)
-        if (!(seen & required[k].bit))
-            return reject(d, LMC_ERR_FORMAT, "key is missing field '%s'", required[k].name);
+/* key.worker_id: nil (a lookup: every rank) leaves -1, else a rank. */
+static lmc_status rd_worker_id(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_ipc_key *key = dst;
+    item v;
+    lmc_status st = rd(d, c, field, &v);
+    if (st != LMC_OK || v.type == LMC_MP_NIL)
+        return st;
+    return want_int(d, field, &v, 0, 254, &key->worker_id);
+}
 
+static lmc_status rd_token_list(dec *d, cur *c, const char *field, void *dst)
+{
+    (void)field;
+    return rd_token_ids(d, c, dst);
+}
+
+/* key.cache_salt: nil (None) is no salt. */
+static lmc_status rd_cache_salt(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_ipc_key *key = dst;
+    item v;
+    lmc_status st = rd(d, c, field, &v);
+    if (st != LMC_OK || v.type == LMC_MP_NIL)
+        return st;
+    if (v.type != LMC_MP_STR)
+        return wrong_type(d, field, "a str", &v);
+    const uint8_t *sp = (const uint8_t *)v.v.s.ptr;
+    if ((st = check_cache_salt(d, field, sp, v.v.s.len)) != LMC_OK)
+        return st;
+    return own_str(d, field, sp, v.v.s.len, &key->cache_salt);
+}
+
+#define KEY_AT(member) offsetof(lmc_ipc_key, member)
+static const field_spec KEY_FIELDS[] = {
+    {"model_name", FIELD_STR, true, KEY_AT(model_name), 0, 0, check_model_name, NULL},
+    {"world_size", FIELD_INT, true, KEY_AT(world_size), 1, 255, NULL, NULL},
+    {"worker_id", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_worker_id},
+    {"token_ids", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_token_list},
+    {"start", FIELD_INT, true, KEY_AT(start), 0, INT64_MAX, NULL, NULL},
+    {"end", FIELD_INT, true, KEY_AT(end), 0, INT64_MAX, NULL, NULL},
+    {"request_id", FIELD_STR, true, KEY_AT(request_id), 0, 0, check_request_id, NULL},
+    {"cache_salt", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_cache_salt},
+    {"num_kv_readers", FIELD_INT, false, KEY_AT(num_kv_readers), 1, 128, NULL, NULL},
+};
+
+static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
+{
+    key->worker_id = -1;
+    key->num_kv_readers = 1;
+    lmc_status st =
+        rd_fields(d, c, "key", KEY_FIELDS, sizeof(KEY_FIELDS) / sizeof(KEY_FIELDS[0]), key);
+    if (st != LMC_OK)
+        return st;
+    bool worker_nil = key->worker_id < 0;
     if (mode == KEY_LOOKUP && !worker_nil)
         return reject(d, LMC_ERR_INVALID,
                       "key.worker_id must be nil for a lookup (got %" PRId64
@@ -529,81 +552,39 @@ static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
     return LMC_OK;
 }
 
-enum {
-    R_SHM = 1u << 0,
-    R_BLOCKS = 1u << 1,
-    R_TPB = 1u << 2,
-    R_BPT = 1u << 3,
-    R_DTYPE = 1u << 4,
+/* kv_cache.dtype: a torch dtype name. */
+static lmc_status rd_dtype(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_kv_region_desc *r = dst;
+    const uint8_t *p;
+    size_t n;
+    lmc_status st = rd_str(d, c, field, &p, &n);
+    if (st != LMC_OK)
+        return st;
+    lmc_error e;
+    if (lmc_dtype_from_name((const char *)p, n, &r->dtype, &e) != LMC_OK) {
+        char q[80];
+        return reject(d, LMC_ERR_INVALID, "%s: unknown torch dtype '%s'", field,
+                      quote(p, n, q, sizeof(q)));
+    }
+    return LMC_OK;
+}
+
+#define REGION_AT(member) offsetof(lmc_kv_region_desc, member)
+static const field_spec REGION_FIELDS[] = {
+    {"shm_name", FIELD_STR, true, REGION_AT(shm_name), 0, 0, check_shm_name, NULL},
+    {"num_blocks", FIELD_INT, true, REGION_AT(num_blocks), 1, LMC_PROTO_MAX_BLOCKS, NULL, NULL},
+    {"tokens_per_block", FIELD_INT, true, REGION_AT(tokens_per_block), 1, INT64_MAX, NULL, NULL},
+    {"bytes_per_token", FIELD_INT, true, REGION_AT(bytes_per_token), 1, INT64_MAX, NULL, NULL},
+    {"dtype", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_dtype},
 };
 
 static lmc_status rd_region(dec *d, cur *c, lmc_kv_region_desc *r)
 {
-    item m;
-    lmc_status st = rd(d, c, "kv_cache", &m);
+    lmc_status st = rd_fields(d, c, "kv_cache", REGION_FIELDS,
+                              sizeof(REGION_FIELDS) / sizeof(REGION_FIELDS[0]), r);
     if (st != LMC_OK)
         return st;
-    if (m.type != LMC_MP_MAP)
-        return wrong_type(d, "kv_cache", "a map", &m);
-    uint32_t seen = 0;
-    for (uint32_t k = 0; k < m.v.n; k++) {
-        item f;
-        if ((st = rd(d, c, "kv_cache", &f)) != LMC_OK)
-            return st;
-        if (f.type != LMC_MP_STR)
-            return reject(d, LMC_ERR_FORMAT, "kv_cache field names must be strs (got %s)",
-                          type_name(f.type));
-        const uint8_t *p;
-        size_t n;
-        if (name_is(&f, "shm_name")) {
-            if ((st = seen_once(d, "kv_cache", "shm_name", &seen, R_SHM)) != LMC_OK ||
-                (st = rd_str(d, c, "kv_cache.shm_name", &p, &n)) != LMC_OK ||
-                (st = check_shm_name(d, "kv_cache.shm_name", p, n)) != LMC_OK ||
-                (st = own_str(d, "kv_cache.shm_name", p, n, &r->shm_name)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "num_blocks")) {
-            if ((st = seen_once(d, "kv_cache", "num_blocks", &seen, R_BLOCKS)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.num_blocks", 1, LMC_PROTO_MAX_BLOCKS,
-                             &r->num_blocks)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "tokens_per_block")) {
-            if ((st = seen_once(d, "kv_cache", "tokens_per_block", &seen, R_TPB)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.tokens_per_block", 1, INT64_MAX,
-                             &r->tokens_per_block)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "bytes_per_token")) {
-            if ((st = seen_once(d, "kv_cache", "bytes_per_token", &seen, R_BPT)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.bytes_per_token", 1, INT64_MAX,
-                             &r->bytes_per_token)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "dtype")) {
-            if ((st = seen_once(d, "kv_cache", "dtype", &seen, R_DTYPE)) != LMC_OK ||
-                (st = rd_str(d, c, "kv_cache.dtype", &p, &n)) != LMC_OK)
-                return st;
-            lmc_error e;
-            if (lmc_dtype_from_name((const char *)p, n, &r->dtype, &e) != LMC_OK) {
-                char q[80];
-                return reject(d, LMC_ERR_INVALID, "kv_cache.dtype: unknown torch dtype '%s'",
-                              quote(p, n, q, sizeof(q)));
-            }
-        } else if (!skip(c)) {
-            char q[80], fld[96];
-            snprintf(fld, sizeof(fld), "kv_cache.%s",
-                     quote((const uint8_t *)f.v.s.ptr, f.v.s.len, q, sizeof(q)));
-            return malformed(d, fld);
-        }
-    }
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } required[] = {
-        {R_SHM, "shm_name"},        {R_BLOCKS, "num_blocks"}, {R_TPB, "tokens_per_block"},
-        {R_BPT, "bytes_per_token"}, {R_DTYPE, "dtype"},
-    };
-    for (size_t k = 0; k < sizeof(required) / sizeof(required[0]); k++)
-        if (!(seen & required[k].bit))
-            return reject(d, LMC_ERR_FORMAT, "kv_cache is missing field '%s'", required[k].name);
-
     int64_t per_block, total;
     if (__builtin_mul_overflow(r->tokens_per_block, r->bytes_per_token, &per_block) ||
         __builtin_mul_overflow(per_block, r->num_blocks, &total) || (uint64_t)total > SIZE_MAX)
@@ -1003,13 +984,6 @@ static msgpack_packer packer_of(msgpack_sbuffer *out)
     return pk;
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = s != NULL ? strlen(s) : 0;
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s != NULL ? s : "", n);
-}
-
 void lmc_response_nil(msgpack_sbuffer *out)
 {
     msgpack_packer pk = packer_of(out);
@@ -1034,7 +1008,7 @@ void lmc_response_int(msgpack_sbuffer *out, int64_t v)
 void lmc_response_str(msgpack_sbuffer *out, const char *s)
 {
     msgpack_packer pk = packer_of(out);
-    pack_str(&pk, s);
+    lmc_msgpack_pack_cstr(&pk, s);
 }
 
 void lmc_response_transfer(msgpack_sbuffer *out, bool ok)
@@ -1053,8 +1027,8 @@ void lmc_response_error(msgpack_sbuffer *out, const char *message)
 {
     msgpack_packer pk = packer_of(out);
     msgpack_pack_map(&pk, 1);
-    pack_str(&pk, "error");
-    pack_str(&pk, message);
+    lmc_msgpack_pack_cstr(&pk, "error");
+    lmc_msgpack_pack_cstr(&pk, message);
 }
 
 void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_t request_uid,
@@ -1069,44 +1043,44 @@ void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_
 void lmc_ipc_key_encode(msgpack_packer *pk, const lmc_ipc_key *key)
 {
     msgpack_pack_map(pk, 9);
-    pack_str(pk, "model_name");
-    pack_str(pk, key->model_name);
-    pack_str(pk, "world_size");
+    lmc_msgpack_pack_cstr(pk, "model_name");
+    lmc_msgpack_pack_cstr(pk, key->model_name);
+    lmc_msgpack_pack_cstr(pk, "world_size");
     msgpack_pack_int64(pk, key->world_size);
-    pack_str(pk, "worker_id");
+    lmc_msgpack_pack_cstr(pk, "worker_id");
     if (key->worker_id < 0)
         msgpack_pack_nil(pk);
     else
         msgpack_pack_int64(pk, key->worker_id);
-    pack_str(pk, "token_ids");
+    lmc_msgpack_pack_cstr(pk, "token_ids");
     msgpack_pack_array(pk, key->n_tokens);
     for (size_t k = 0; k < key->n_tokens; k++)
         msgpack_pack_uint32(pk, key->token_ids[k]);
-    pack_str(pk, "start");
+    lmc_msgpack_pack_cstr(pk, "start");
     msgpack_pack_int64(pk, key->start);
-    pack_str(pk, "end");
+    lmc_msgpack_pack_cstr(pk, "end");
     msgpack_pack_int64(pk, key->end);
-    pack_str(pk, "request_id");
-    pack_str(pk, key->request_id);
-    pack_str(pk, "cache_salt");
-    pack_str(pk, key->cache_salt);
-    pack_str(pk, "num_kv_readers");
+    lmc_msgpack_pack_cstr(pk, "request_id");
+    lmc_msgpack_pack_cstr(pk, key->request_id);
+    lmc_msgpack_pack_cstr(pk, "cache_salt");
+    lmc_msgpack_pack_cstr(pk, key->cache_salt);
+    lmc_msgpack_pack_cstr(pk, "num_kv_readers");
     msgpack_pack_int64(pk, key->num_kv_readers);
 }
 
 void lmc_kv_region_encode(msgpack_packer *pk, const lmc_kv_region_desc *r)
 {
     msgpack_pack_map(pk, 5);
-    pack_str(pk, "shm_name");
-    pack_str(pk, r->shm_name);
-    pack_str(pk, "num_blocks");
+    lmc_msgpack_pack_cstr(pk, "shm_name");
+    lmc_msgpack_pack_cstr(pk, r->shm_name);
+    lmc_msgpack_pack_cstr(pk, "num_blocks");
     msgpack_pack_int64(pk, r->num_blocks);
-    pack_str(pk, "tokens_per_block");
+    lmc_msgpack_pack_cstr(pk, "tokens_per_block");
     msgpack_pack_int64(pk, r->tokens_per_block);
-    pack_str(pk, "bytes_per_token");
+    lmc_msgpack_pack_cstr(pk, "bytes_per_token");
     msgpack_pack_int64(pk, r->bytes_per_token);
-    pack_str(pk, "dtype");
-    pack_str(pk, lmc_dtype_name(r->dtype));
+    lmc_msgpack_pack_cstr(pk, "dtype");
+    lmc_msgpack_pack_cstr(pk, lmc_dtype_name(r->dtype));
 }
 
 void lmc_block_ids_encode(msgpack_packer *pk, const int64_t *ids, size_t n)

@@ -293,19 +293,6 @@ static lmc_status pack_failed(lmc_error *err)
     return lmc_error_set(err, LMC_ERR_NOMEM, "trace.codecs: out of memory while encoding");
 }
 
-static int pack_str(msgpack_packer *pk, const char *s, size_t n)
-{
-    int r = msgpack_pack_str(pk, n);
-    if (r == 0 && n > 0)
-        r = msgpack_pack_str_body(pk, s, n);
-    return r;
-}
-
-static int pack_lit(msgpack_packer *pk, const char *s)
-{
-    return pack_str(pk, s, strlen(s));
-}
-
 static bool obj_str_is(const msgpack_object *o, const char *lit, size_t n)
 {
     return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
@@ -513,18 +500,18 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
     }
     /* Long strings: piece by piece. */
     PK(msgpack_pack_map(pk, 5));
-    PK(pack_lit(pk, "chunk_hash"));
+    PK(lmc_msgpack_pack_cstr(pk, "chunk_hash"));
     PK(msgpack_pack_bin(pk, hash_len));
     if (hash_len > 0)
         PK(msgpack_pack_bin_body(pk, k->chunk_hash, hash_len));
-    PK(pack_lit(pk, "model_name"));
-    PK(pack_lit(pk, model));
-    PK(pack_lit(pk, "kv_rank"));
+    PK(lmc_msgpack_pack_cstr(pk, "model_name"));
+    PK(lmc_msgpack_pack_cstr(pk, model));
+    PK(lmc_msgpack_pack_cstr(pk, "kv_rank"));
     PK(msgpack_pack_int64(pk, k->kv_rank));
-    PK(pack_lit(pk, "object_group_id"));
+    PK(lmc_msgpack_pack_cstr(pk, "object_group_id"));
     PK(msgpack_pack_int64(pk, k->object_group_id));
-    PK(pack_lit(pk, "cache_salt"));
-    PK(pack_lit(pk, salt));
+    PK(lmc_msgpack_pack_cstr(pk, "cache_salt"));
+    PK(lmc_msgpack_pack_cstr(pk, salt));
     return LMC_OK;
 }
 
@@ -580,7 +567,7 @@ static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "trace.codecs: MemoryLayoutDesc has %" PRIu32 " tensors", d->count);
     PK(msgpack_pack_map(pk, 2));
-    PK(pack_lit(pk, "shapes"));
+    PK(lmc_msgpack_pack_cstr(pk, "shapes"));
     PK(msgpack_pack_array(pk, d->count));
     for (uint32_t i = 0; i < d->count; i++) {
         const lmc_shape *s = &d->shapes[i];
@@ -593,13 +580,13 @@ static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         for (uint32_t j = 0; j < s->ndim; j++)
             PK(msgpack_pack_int64(pk, s->dims[j]));
     }
-    PK(pack_lit(pk, "dtypes"));
+    PK(lmc_msgpack_pack_cstr(pk, "dtypes"));
     PK(msgpack_pack_array(pk, d->count));
     for (uint32_t i = 0; i < d->count; i++) {
         if (d->dtypes[i] <= LMC_DTYPE_INVALID || d->dtypes[i] >= LMC_DTYPE_COUNT_)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc dtype %" PRIu32 " is invalid", i);
-        PK(pack_lit(pk, lmc_dtype_name(d->dtypes[i])));
+        PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(d->dtypes[i])));
     }
     return LMC_OK;
 }
@@ -679,7 +666,7 @@ static lmc_status enc_dtype(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
     if (v->u.dtype <= LMC_DTYPE_INVALID || v->u.dtype >= LMC_DTYPE_COUNT_)
         return lmc_error_set(err, LMC_ERR_INVALID, "trace.codecs: invalid torch dtype value %d",
                              (int)v->u.dtype);
-    PK(pack_lit(pk, lmc_dtype_name(v->u.dtype)));
+    PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(v->u.dtype)));
     return LMC_OK;
 }
 
@@ -731,7 +718,7 @@ static lmc_status enc_trim(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
     if (name == NULL)
         return lmc_error_set(err, LMC_ERR_INVALID, "trace.codecs: invalid TrimPolicy value %d",
                              (int)v->u.trim);
-    PK(pack_lit(pk, name));
+    PK(lmc_msgpack_pack_cstr(pk, name));
     return LMC_OK;
 }
 
@@ -771,19 +758,19 @@ static lmc_status enc_handle(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         return null_value(err, "PrefetchHandle");
     const char *ext = h->external_request_id != NULL ? h->external_request_id : "";
     PK(msgpack_pack_map(pk, 7));
-    PK(pack_lit(pk, "prefetch_request_id"));
+    PK(lmc_msgpack_pack_cstr(pk, "prefetch_request_id"));
     PK(msgpack_pack_int64(pk, h->prefetch_request_id));
-    PK(pack_lit(pk, "external_request_id"));
-    PK(pack_lit(pk, ext));
-    PK(pack_lit(pk, "l1_prefix_hit_count"));
+    PK(lmc_msgpack_pack_cstr(pk, "external_request_id"));
+    PK(lmc_msgpack_pack_cstr(pk, ext));
+    PK(lmc_msgpack_pack_cstr(pk, "l1_prefix_hit_count"));
     PK(msgpack_pack_uint64(pk, h->l1_found_count));
-    PK(pack_lit(pk, "l1_found_indices"));
+    PK(lmc_msgpack_pack_cstr(pk, "l1_found_indices"));
     PK(pack_u32_list(pk, h->l1_found_indices, h->l1_found_count));
-    PK(pack_lit(pk, "total_requested_keys"));
+    PK(lmc_msgpack_pack_cstr(pk, "total_requested_keys"));
     PK(msgpack_pack_uint64(pk, h->total_requested_keys));
-    PK(pack_lit(pk, "submit_time"));
+    PK(lmc_msgpack_pack_cstr(pk, "submit_time"));
     PK(msgpack_pack_double(pk, h->submit_time));
-    PK(pack_lit(pk, "l2_orig_indices"));
+    PK(lmc_msgpack_pack_cstr(pk, "l2_orig_indices"));
     PK(pack_u32_list(pk, h->l2_orig_indices, h->l2_orig_count));
     return LMC_OK;
 }
@@ -926,9 +913,9 @@ static lmc_status check_len(size_t n, const char *what, lmc_error *err)
 static lmc_status wrap_tag(msgpack_packer *pk, const char *tag, lmc_error *err)
 {
     PK(msgpack_pack_map(pk, 2));
-    PK(pack_lit(pk, TAG_KEY));
-    PK(pack_lit(pk, tag));
-    PK(pack_lit(pk, TAG_VAL));
+    PK(lmc_msgpack_pack_cstr(pk, TAG_KEY));
+    PK(lmc_msgpack_pack_cstr(pk, tag));
+    PK(lmc_msgpack_pack_cstr(pk, TAG_VAL));
     return LMC_OK;
 }
 
@@ -1096,7 +1083,7 @@ static lmc_status encode_inner(msgpack_packer *pk, const lmc_tv *v, lmc_error *e
         if ((st = check_len(v->u.s.len, v->kind == LMC_TV_STR ? "a str" : "bytes", err)) != LMC_OK)
             return st;
         if (v->kind == LMC_TV_STR) {
-            PK(pack_str(pk, v->u.s.ptr, v->u.s.len));
+            PK(lmc_msgpack_pack_str(pk, v->u.s.ptr, v->u.s.len));
         } else {
             PK(msgpack_pack_bin(pk, v->u.s.len));
             if (v->u.s.len > 0)
@@ -1159,7 +1146,7 @@ lmc_status lmc_codec_encode_args(msgpack_packer *pk, const lmc_trace_arg *args, 
     for (size_t i = 0; i < n; i++) {
         const char *name = args[i].name != NULL ? args[i].name : "";
         size_t len = args[i].name_len > 0 ? args[i].name_len : strlen(name);
-        PK(pack_str(pk, name, len));
+        PK(lmc_msgpack_pack_str(pk, name, len));
         if ((st = lmc_codec_encode_value(pk, &args[i].value, err)) != LMC_OK) {
             lmc_error_prefix(err, "argument '%.*s'", (int)(len > 96 ? 96 : len), name);
             return st;

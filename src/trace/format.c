@@ -44,6 +44,7 @@
 #include <string.h>
 
 #include "core/mp_reader.h"
+#include "core/msgpack_util.h"
 #include "trace/codec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -283,19 +284,6 @@ static lmc_status parse_checked(lmc_mp_reader *r, lmc_arena *a, msgpack_object *
             goto nomem;                                                                            \
     } while (0)
 
-static int pack_str(msgpack_packer *pk, const char *s, size_t n)
-{
-    int r = msgpack_pack_str(pk, n);
-    if (r == 0 && n > 0)
-        r = msgpack_pack_str_body(pk, s, n);
-    return r;
-}
-
-static int pack_lit(msgpack_packer *pk, const char *s)
-{
-    return pack_str(pk, s != NULL ? s : "", s != NULL ? strlen(s) : 0);
-}
-
 static uint8_t *put_lit(uint8_t *p, const char *s)
 {
     size_t n = strlen(s);
@@ -357,32 +345,32 @@ lmc_status lmc_trace_encode_header(msgpack_sbuffer *out, const lmc_trace_header 
     msgpack_packer pk;
     msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
     PK(msgpack_pack_map(&pk, h->n_meta > 0 ? 10 : 9));
-    PK(pack_lit(&pk, "type"));
-    PK(pack_lit(&pk, "header"));
-    PK(pack_lit(&pk, "magic"));
+    PK(lmc_msgpack_pack_cstr(&pk, "type"));
+    PK(lmc_msgpack_pack_cstr(&pk, "header"));
+    PK(lmc_msgpack_pack_cstr(&pk, "magic"));
     PK(msgpack_pack_bin(&pk, h->magic_len));
     if (h->magic_len > 0)
         PK(msgpack_pack_bin_body(&pk, h->magic, h->magic_len));
-    PK(pack_lit(&pk, "format_version"));
+    PK(lmc_msgpack_pack_cstr(&pk, "format_version"));
     PK(msgpack_pack_int64(&pk, h->format_version));
-    PK(pack_lit(&pk, "level"));
-    PK(pack_lit(&pk, h->level));
-    PK(pack_lit(&pk, "trace_schema_version"));
+    PK(lmc_msgpack_pack_cstr(&pk, "level"));
+    PK(lmc_msgpack_pack_cstr(&pk, h->level));
+    PK(lmc_msgpack_pack_cstr(&pk, "trace_schema_version"));
     PK(msgpack_pack_int64(&pk, h->trace_schema_version));
-    PK(pack_lit(&pk, "t_mono_start"));
+    PK(lmc_msgpack_pack_cstr(&pk, "t_mono_start"));
     PK(msgpack_pack_double(&pk, h->t_mono_start));
-    PK(pack_lit(&pk, "t_wall_start"));
+    PK(lmc_msgpack_pack_cstr(&pk, "t_wall_start"));
     PK(msgpack_pack_double(&pk, h->t_wall_start));
-    PK(pack_lit(&pk, "sm_config_json"));
-    PK(pack_lit(&pk, h->sm_config_json));
-    PK(pack_lit(&pk, "sm_config_digest"));
-    PK(pack_lit(&pk, h->sm_config_digest));
+    PK(lmc_msgpack_pack_cstr(&pk, "sm_config_json"));
+    PK(lmc_msgpack_pack_cstr(&pk, h->sm_config_json));
+    PK(lmc_msgpack_pack_cstr(&pk, "sm_config_digest"));
+    PK(lmc_msgpack_pack_cstr(&pk, h->sm_config_digest));
     if (h->n_meta > 0) {
-        PK(pack_lit(&pk, "level_meta"));
+        PK(lmc_msgpack_pack_cstr(&pk, "level_meta"));
         PK(msgpack_pack_map(&pk, h->n_meta));
         for (size_t i = 0; i < h->n_meta; i++) {
-            PK(pack_lit(&pk, h->meta_keys[i]));
-            PK(pack_lit(&pk, h->meta_values[i]));
+            PK(lmc_msgpack_pack_cstr(&pk, h->meta_keys[i]));
+            PK(lmc_msgpack_pack_cstr(&pk, h->meta_values[i]));
         }
     }
     return finish_frame(out, before, "Header", err);
