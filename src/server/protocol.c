@@ -258,13 +258,21 @@ static lmc_status own_str(dec *d, const char *field, const uint8_t *p, size_t n,
     return LMC_OK;
 }
 
+/* 1..max bytes (0..max when may_be_empty). */
+static lmc_status check_length(dec *d, const char *field, size_t n, bool may_be_empty, int max)
+{
+    if (n == 0 && !may_be_empty)
+        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
+    if (n > (size_t)max)
+        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n, max);
+    return LMC_OK;
+}
+
 static lmc_status check_model_name(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n == 0)
-        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
-    if (n > LMC_MODEL_NAME_MAX)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_MODEL_NAME_MAX);
+    lmc_status st = check_length(d, field, n, false, LMC_MODEL_NAME_MAX);
+    if (st != LMC_OK)
+        return st;
     if (memchr(p, '@', n) != NULL) {
         char q[80];
         return reject(d, LMC_ERR_INVALID, "%s must not contain '@' (got '%s')", field,
@@ -275,12 +283,8 @@ static lmc_status check_model_name(dec *d, const char *field, const uint8_t *p, 
 
 static lmc_status check_request_id(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n == 0)
-        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
-    if (n > LMC_PROTO_MAX_REQUEST_ID)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_PROTO_MAX_REQUEST_ID);
-    return LMC_OK;
+    (void)p;
+    return check_length(d, field, n, false, LMC_PROTO_MAX_REQUEST_ID);
 }
 
 /* ObjectKey's rules (core/types.c): none of '@' '/' '\' NUL; <= 128 characters. */
@@ -303,9 +307,9 @@ static lmc_status check_cache_salt(dec *d, const char *field, const uint8_t *p, 
 /* A POSIX shm name: "/name" or "name", no other '/', not "." or "..". */
 static lmc_status check_shm_name(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n > LMC_PROTO_MAX_SHM_NAME)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_PROTO_MAX_SHM_NAME);
+    lmc_status st = check_length(d, field, n, true, LMC_PROTO_MAX_SHM_NAME);
+    if (st != LMC_OK)
+        return st;
     const uint8_t *base = p;
     size_t bn = n;
     if (bn > 0 && base[0] == '/') {

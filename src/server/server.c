@@ -377,15 +377,9 @@ static void write_counters(lmc_server *s)
     bool memcheck_ok;
     uint64_t locked_bytes;
     audit(s, &memcheck_ok, &locked_bytes);
-    LMC_INFO(LOG_COMP,
-             "StorageManager calls: reserve_write=%llu finish_write=%llu "
-             "submit_prefetch_task=%llu finish_read_prefetched=%llu read_enter=%llu "
-             "read_exit=%llu; requests=%llu errors=%llu",
-             (unsigned long long)c.reserve_write, (unsigned long long)c.finish_write,
-             (unsigned long long)c.submit_prefetch_task,
-             (unsigned long long)c.finish_read_prefetched, (unsigned long long)c.read_enter,
-             (unsigned long long)c.read_exit, (unsigned long long)c.requests,
-             (unsigned long long)c.errors);
+    char *line = lmc_counters_log_line(&c);
+    LMC_INFO(LOG_COMP, "%s", line != NULL ? line : "StorageManager calls: (out of memory)");
+    free(line);
     if (s->cfg.counters_output == NULL)
         return;
     FILE *f = fopen(s->cfg.counters_output, "w");
@@ -394,17 +388,11 @@ static void write_counters(lmc_server *s)
                   strerror(errno));
         return;
     }
-    fprintf(f,
-            "{\"reserve_write\": %llu, \"finish_write\": %llu, \"submit_prefetch_task\": %llu, "
-            "\"finish_read_prefetched\": %llu, \"read_prefetched_results.__enter__\": %llu, "
-            "\"read_prefetched_results.__exit__\": %llu, \"requests\": %llu, \"errors\": %llu, "
-            "\"memcheck_ok\": %s, \"l1_locked_bytes_at_exit\": %llu}\n",
-            (unsigned long long)c.reserve_write, (unsigned long long)c.finish_write,
-            (unsigned long long)c.submit_prefetch_task,
-            (unsigned long long)c.finish_read_prefetched, (unsigned long long)c.read_enter,
-            (unsigned long long)c.read_exit, (unsigned long long)c.requests,
-            (unsigned long long)c.errors, memcheck_ok ? "true" : "false",
+    char *members = lmc_counters_json_members(&c);
+    fprintf(f, "{%s, \"memcheck_ok\": %s, \"l1_locked_bytes_at_exit\": %llu}\n",
+            members != NULL ? members : "", memcheck_ok ? "true" : "false",
             (unsigned long long)locked_bytes);
+    free(members);
     fclose(f);
 }
 

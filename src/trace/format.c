@@ -225,41 +225,36 @@ static lmc_mp_result parse_children(lmc_mp_reader *r, lmc_arena *a, const lmc_mp
                                     msgpack_object *o, int depth, bool *nomem)
 {
     uint32_t n = it->v.n;
-    lmc_mp_result res;
-    if (it->type == LMC_MP_MAP) {
-        o->type = MSGPACK_OBJECT_MAP;
-        o->via.map.size = n;
-        o->via.map.ptr = NULL;
-        if (n == 0)
-            return LMC_MP_OK;
-        msgpack_object_kv *kv = lmc_arena_alloc(a, (size_t)n * sizeof(*kv));
-        if (kv == NULL) {
-            *nomem = true;
-            return LMC_MP_INVALID;
-        }
-        o->via.map.ptr = kv;
-        for (uint32_t i = 0; i < n; i++) {
-            if ((res = parse_object(r, a, &kv[i].key, depth + 1, nomem)) != LMC_MP_OK ||
-                (res = parse_object(r, a, &kv[i].val, depth + 1, nomem)) != LMC_MP_OK)
-                return res;
-        }
-        return LMC_MP_OK;
-    }
-    o->type = MSGPACK_OBJECT_ARRAY;
-    o->via.array.size = n;
-    o->via.array.ptr = NULL;
-    if (n == 0)
-        return LMC_MP_OK;
-    msgpack_object *items = lmc_arena_alloc(a, (size_t)n * sizeof(*items));
-    if (items == NULL) {
+    bool is_map = it->type == LMC_MP_MAP;
+    void *elems = NULL; /* n msgpack_object_kv (a map) or n msgpack_object (an array) */
+    if (n > 0 &&
+        (elems = lmc_arena_alloc(a, (size_t)n * (is_map ? sizeof(msgpack_object_kv)
+                                                        : sizeof(msgpack_object)))) == NULL) {
         *nomem = true;
         return LMC_MP_INVALID;
     }
-    o->via.array.ptr = items;
-    for (uint32_t i = 0; i < n; i++) {
+    if (is_map) {
+        o->type = MSGPACK_OBJECT_MAP;
+        o->via.map.size = n;
+        o->via.map.ptr = elems;
+    } else {
+        o->type = MSGPACK_OBJECT_ARRAY;
+        o->via.array.size = n;
+        o->via.array.ptr = elems;
+    }
+    lmc_mp_result res;
+    if (is_map) {
+        msgpack_object_kv *kv = elems;
+        for (uint32_t i = 0; i < n; i++)
+            if ((res = parse_object(r, a, &kv[i].key, depth + 1, nomem)) != LMC_MP_OK ||
+                (res = parse_object(r, a, &kv[i].val, depth + 1, nomem)) != LMC_MP_OK)
+                return res;
+        return LMC_MP_OK;
+    }
+    msgpack_object *items = elems;
+    for (uint32_t i = 0; i < n; i++)
         if ((res = parse_object(r, a, &items[i], depth + 1, nomem)) != LMC_MP_OK)
             return res;
-    }
     return LMC_MP_OK;
 }
 

@@ -224,6 +224,31 @@ static void test_check_aligned_names_the_request(void **state)
     assert_non_null(strstr(err.msg, "store: [start, end) = [0, 17) is not chunk-aligned"));
 }
 
+static void test_counters_print_in_the_log_and_json_forms(void **state)
+{
+    (void)state;
+    lmc_server_counters c = {.reserve_write = 1,
+                             .finish_write = 2,
+                             .submit_prefetch_task = 3,
+                             .finish_read_prefetched = 4,
+                             .read_enter = 5,
+                             .read_exit = 6,
+                             .requests = 7,
+                             .errors = 8};
+    char *line = lmc_counters_log_line(&c);
+    assert_string_equal(line, "StorageManager calls: reserve_write=1 finish_write=2 "
+                              "submit_prefetch_task=3 finish_read_prefetched=4 read_enter=5 "
+                              "read_exit=6; requests=7 errors=8");
+    free(line);
+    char *json = lmc_counters_json_members(&c);
+    assert_string_equal(json, "\"reserve_write\": 1, \"finish_write\": 2, "
+                              "\"submit_prefetch_task\": 3, \"finish_read_prefetched\": 4, "
+                              "\"read_prefetched_results.__enter__\": 5, "
+                              "\"read_prefetched_results.__exit__\": 6, \"requests\": 7, "
+                              "\"errors\": 8");
+    free(json);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The operation table                                                     */
 /* ---------------------------------------------------------------------- */
@@ -313,6 +338,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_a_repeated_lookup_replaces_the_session, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_check_aligned_names_the_request, setup, teardown),
+        cmocka_unit_test(test_counters_print_in_the_log_and_json_forms),
         cmocka_unit_test(test_every_implemented_operation_has_its_legacy_name),
         cmocka_unit_test(test_copies_and_waits_run_on_workers_and_the_rest_on_the_loop),
         cmocka_unit_test_setup_teardown(test_handlers_answer_without_a_transport, setup, teardown),
