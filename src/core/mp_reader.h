@@ -127,7 +127,9 @@ static inline lmc_mp_result lmc_mp_next_unchecked(lmc_mp_reader *r, lmc_mp_item 
 /*
  * Skip one whole value. max_depth bounds how deeply non-empty containers
  * nest (the value itself is depth 0; at most LMC_MP_MAX_DEPTH), or is
- * LMC_MP_ANY_DEPTH for no bound; either way nothing recurses.
+ * LMC_MP_ANY_DEPTH for no bound; either way nothing recurses. (msgpack-c
+ * counts empty containers too: it refuses an empty one at depth 32, which
+ * this accepts, as the trace reader always has.)
  */
 lmc_mp_result lmc_mp_skip(lmc_mp_reader *r, unsigned max_depth);
 
