@@ -405,6 +405,7 @@ typedef lmc_status (*str_check)(dec *d, const char *field, const uint8_t *p, siz
 
 typedef struct field_spec {
     const char *name;
+    const char *path; /* "<map>.<name>", for messages */
     field_kind kind;
     bool required;
     size_t off; /* of the destination in the struct (FIELD_INT, FIELD_STR) */
@@ -454,11 +455,10 @@ static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *f
         size_t i = 0;
         while (i < nf && !lmc_mp_str_is(&f, fields[i].name))
             i++;
-        char field[96];
         if (i == nf) { /* unknown field: forward compatibility */
             if (skip(c))
                 continue;
-            char q[80];
+            char q[80], field[96];
             snprintf(field, sizeof(field), "%s.%s", map,
                      quote((const uint8_t *)f.v.s.ptr, f.v.s.len, q, sizeof(q)));
             return malformed(d, field);
@@ -466,8 +466,7 @@ static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *f
         if (seen & (1u << i))
             return reject(d, LMC_ERR_FORMAT, "%s has field '%s' twice", map, fields[i].name);
         seen |= 1u << i;
-        snprintf(field, sizeof(field), "%s.%s", map, fields[i].name);
-        if ((st = rd_field(d, c, &fields[i], field, dst)) != LMC_OK)
+        if ((st = rd_field(d, c, &fields[i], fields[i].path, dst)) != LMC_OK)
             return st;
     }
     for (size_t i = 0; i < nf; i++)
@@ -510,16 +509,20 @@ static lmc_status rd_cache_salt(dec *d, cur *c, const char *field, void *dst)
 }
 
 #define KEY_AT(member) offsetof(lmc_ipc_key, member)
+#define KEY_FIELD(name, ...)                                                                       \
+    {                                                                                              \
+        name, "key." name, __VA_ARGS__                                                             \
+    }
 static const field_spec KEY_FIELDS[] = {
-    {"model_name", FIELD_STR, true, KEY_AT(model_name), 0, 0, check_model_name, NULL},
-    {"world_size", FIELD_INT, true, KEY_AT(world_size), 1, 255, NULL, NULL},
-    {"worker_id", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_worker_id},
-    {"token_ids", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_token_list},
-    {"start", FIELD_INT, true, KEY_AT(start), 0, INT64_MAX, NULL, NULL},
-    {"end", FIELD_INT, true, KEY_AT(end), 0, INT64_MAX, NULL, NULL},
-    {"request_id", FIELD_STR, true, KEY_AT(request_id), 0, 0, check_request_id, NULL},
-    {"cache_salt", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_cache_salt},
-    {"num_kv_readers", FIELD_INT, false, KEY_AT(num_kv_readers), 1, 128, NULL, NULL},
+    KEY_FIELD("model_name", FIELD_STR, true, KEY_AT(model_name), 0, 0, check_model_name, NULL),
+    KEY_FIELD("world_size", FIELD_INT, true, KEY_AT(world_size), 1, 255, NULL, NULL),
+    KEY_FIELD("worker_id", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_worker_id),
+    KEY_FIELD("token_ids", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_token_list),
+    KEY_FIELD("start", FIELD_INT, true, KEY_AT(start), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("end", FIELD_INT, true, KEY_AT(end), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("request_id", FIELD_STR, true, KEY_AT(request_id), 0, 0, check_request_id, NULL),
+    KEY_FIELD("cache_salt", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_cache_salt),
+    KEY_FIELD("num_kv_readers", FIELD_INT, false, KEY_AT(num_kv_readers), 1, 128, NULL, NULL),
 };
 
 static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
@@ -575,12 +578,19 @@ static lmc_status rd_dtype(dec *d, cur *c, const char *field, void *dst)
 }
 
 #define REGION_AT(member) offsetof(lmc_kv_region_desc, member)
+#define REGION_FIELD(name, ...)                                                                    \
+    {                                                                                              \
+        name, "kv_cache." name, __VA_ARGS__                                                        \
+    }
 static const field_spec REGION_FIELDS[] = {
-    {"shm_name", FIELD_STR, true, REGION_AT(shm_name), 0, 0, check_shm_name, NULL},
-    {"num_blocks", FIELD_INT, true, REGION_AT(num_blocks), 1, LMC_PROTO_MAX_BLOCKS, NULL, NULL},
-    {"tokens_per_block", FIELD_INT, true, REGION_AT(tokens_per_block), 1, INT64_MAX, NULL, NULL},
-    {"bytes_per_token", FIELD_INT, true, REGION_AT(bytes_per_token), 1, INT64_MAX, NULL, NULL},
-    {"dtype", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_dtype},
+    REGION_FIELD("shm_name", FIELD_STR, true, REGION_AT(shm_name), 0, 0, check_shm_name, NULL),
+    REGION_FIELD("num_blocks", FIELD_INT, true, REGION_AT(num_blocks), 1, LMC_PROTO_MAX_BLOCKS,
+                 NULL, NULL),
+    REGION_FIELD("tokens_per_block", FIELD_INT, true, REGION_AT(tokens_per_block), 1, INT64_MAX,
+                 NULL, NULL),
+    REGION_FIELD("bytes_per_token", FIELD_INT, true, REGION_AT(bytes_per_token), 1, INT64_MAX, NULL,
+                 NULL),
+    REGION_FIELD("dtype", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_dtype),
 };
 
 static lmc_status rd_region(dec *d, cur *c, lmc_kv_region_desc *r)
