@@ -31,7 +31,7 @@
 #define MIB (1024u * 1024u)
 
 /* The eviction policies are the registry's (storage/eviction.c): adding one there adds it here. */
-#define EVICTION_POLICIES lmc_eviction_policy_names
+#define EVICTION_POLICIES lmc_eviction_policy_names()
 #define N_EVICTION_POLICIES lmc_eviction_policy_count
 static const char *const STORE_POLICIES[] = {"default", "skip_l1"};
 static const char *const PREFETCH_POLICIES[] = {"default", "retain"};

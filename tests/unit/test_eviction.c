@@ -140,16 +140,16 @@ static void test_registry_lists_names_in_order(void **state)
     static const char *const want[] = {"LRU", "ARC", "S3FIFO", "IsolatedLRU", "noop"};
     assert_int_equal(lmc_eviction_policy_count, 5);
     for (size_t i = 0; i < 5; i++)
-        assert_string_equal(lmc_eviction_policy_names[i], want[i]);
+        assert_string_equal(lmc_eviction_policy_names()[i], want[i]);
 }
 
 static void test_registry_finds_every_listed_name(void **state)
 {
     (void)state;
     for (size_t i = 0; i < lmc_eviction_policy_count; i++) {
-        const lmc_eviction_ops *ops = lmc_eviction_find(lmc_eviction_policy_names[i]);
+        const lmc_eviction_ops *ops = lmc_eviction_find(lmc_eviction_policy_names()[i]);
         assert_non_null(ops);
-        assert_string_equal(ops->name, lmc_eviction_policy_names[i]);
+        assert_string_equal(ops->name, lmc_eviction_policy_names()[i]);
     }
     assert_ptr_equal(lmc_eviction_find("LRU"), &lmc_eviction_lru_ops);
     assert_ptr_equal(lmc_eviction_find("noop"), &lmc_eviction_noop_ops);
@@ -180,10 +180,10 @@ static void test_create_reports_name_and_isolation(void **state)
 {
     (void)state;
     for (size_t i = 0; i < lmc_eviction_policy_count; i++) {
-        lmc_eviction_policy *p = make(lmc_eviction_policy_names[i]);
-        assert_string_equal(lmc_eviction_policy_name(p), lmc_eviction_policy_names[i]);
+        lmc_eviction_policy *p = make(lmc_eviction_policy_names()[i]);
+        assert_string_equal(lmc_eviction_policy_name(p), lmc_eviction_policy_names()[i]);
         assert_int_equal(lmc_eviction_policy_supports_isolation(p),
-                         strcmp(lmc_eviction_policy_names[i], "IsolatedLRU") == 0);
+                         strcmp(lmc_eviction_policy_names()[i], "IsolatedLRU") == 0);
         assert_int_equal(lmc_eviction_tracked(p), 0);
         lmc_eviction_policy_destroy(p);
     }
