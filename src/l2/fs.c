@@ -2,14 +2,14 @@
  * fs.c -- the "fs" L2 adapter: one file per key under base_path (spec 8.2).
  *
  * Owns: the files it writes (raw object bytes, no header, written to a tmp
- * file then renamed so a reader never sees half a file), the task queue,
- * the lookup lock counts (key -> refcount) and, when max_capacity_gb > 0,
- * the tracked sizes (key -> bytes) that eviction and accounting rely on.
+ * file then renamed so a reader never sees half a file), its worker, the
+ * lookup lock counts (key -> refcount) and, when max_capacity_gb > 0, the
+ * tracked sizes (key -> bytes) that eviction and accounting rely on.
  *
- * Threads: one worker, "l2-fs-<n>", runs every task, lookups first and
- * stores last. Unlock and delete run synchronously on the caller's thread.
- * `lock` guards the queue, the stop flag, `locks`, `sizes` and `recovered`;
- * file I/O and listener callbacks happen outside it.
+ * Threads: one worker, "l2-fs-<n>" (l2/worker.h: its queue serves lookups
+ * first and stores last), runs every task. Unlock and delete run
+ * synchronously on the caller's thread. `lock` guards `locks`, `sizes` and
+ * `recovered`; file I/O and listener callbacks happen outside it.
  *
  * Deleting a file a reader has open is safe: POSIX keeps it readable. A
  * delete racing a lookup can make the later load miss, which the prefetch
@@ -31,7 +31,8 @@
 #include "core/keymap.h"
 #include "core/keyvec.h"
 #include "core/log.h"
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
+#include "l2/worker.h"
 
 #define COMPONENT "l2-fs"
 #define TYPE "fs"
@@ -50,20 +51,13 @@ typedef struct fs_adapter {
     bool use_odirect;
     bool recover_on_start;
     uint64_t capacity; /* bytes; 0 = unbounded, nothing tracked */
-    unsigned instance;
 
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    lmc_l2_task_queue queue;
-    bool stop;
     lmc_keymap *locks;    /* key -> lookup lock count (> 0) */
     lmc_keymap *sizes;    /* capacity > 0: key -> file size, the keys eviction may delete */
     lmc_keyvec recovered; /* keys found at start, for late listeners */
 
-    pthread_t thread;
-    bool thread_started;
-    atomic_bool stopping; /* read without the lock between the keys of a store */
-    atomic_bool worker_alive;
+    lmc_l2_workers *workers;
     atomic_bool warned_unaligned;
 } fs_adapter;
 
@@ -354,7 +348,7 @@ static void run_store(fs_adapter *fs, lmc_l2_task *t)
     uint64_t written = 0;
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
-        if (atomic_load(&fs->stopping)) {
+        if (lmc_l2_workers_stopping(fs->workers)) {
             failed = true; /* shutting down: the rest is not attempted */
             break;
         }
@@ -435,7 +429,7 @@ static void run_load(fs_adapter *fs, lmc_l2_task *t)
     char path[PATH_MAX];
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
-        if (atomic_load(&fs->stopping))
+        if (lmc_l2_workers_stopping(fs->workers))
             break;
         if (!key_path(fs, &t->keys[i], false, path, sizeof(path)) ||
             !read_file(fs, path, &t->objs[i]))
@@ -447,68 +441,27 @@ static void run_load(fs_adapter *fs, lmc_l2_task *t)
     lmc_l2_task_complete(fs->base, t);
 }
 
-static void *worker_main(void *arg)
+/* The worker hook: run one task (l2/worker.h). */
+static bool fs_run(void *ud, size_t index, lmc_l2_task *t)
 {
-    fs_adapter *fs = arg;
-    for (;;) {
-        pthread_mutex_lock(&fs->lock);
-        while (!fs->stop && fs->queue.count == 0)
-            pthread_cond_wait(&fs->cond, &fs->lock);
-        lmc_l2_task *t = fs->stop ? NULL : lmc_l2_task_queue_pop(&fs->queue);
-        pthread_mutex_unlock(&fs->lock);
-        if (t == NULL)
-            break; /* destroy fails what is still queued */
-        switch (t->kind) {
-        case LMC_L2_TASK_STORE:
-            run_store(fs, t);
-            break;
-        case LMC_L2_TASK_LOOKUP:
-            run_lookup(fs, t);
-            break;
-        case LMC_L2_TASK_LOAD:
-            run_load(fs, t);
-            break;
-        }
+    switch (t->kind) {
+    case LMC_L2_TASK_STORE:
+        run_store(ud, t);
+        break;
+    case LMC_L2_TASK_LOOKUP:
+        run_lookup(ud, t);
+        break;
+    case LMC_L2_TASK_LOAD:
+        run_load(ud, t);
+        break;
     }
-    atomic_store(&fs->worker_alive, false);
-    return NULL;
+    return true;
 }
 
-static lmc_status enqueue(fs_adapter *fs, lmc_l2_task_kind kind, uint64_t id,
-                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
+static lmc_status fs_submit(void *impl, lmc_l2_task_kind kind, uint64_t id,
+                            const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
 {
-    lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
-    if (t == NULL)
-        return LMC_ERR_NOMEM;
-    pthread_mutex_lock(&fs->lock);
-    bool stopped = fs->stop;
-    if (!stopped) {
-        lmc_l2_task_queue_push(&fs->queue, t);
-        pthread_cond_signal(&fs->cond);
-    }
-    pthread_mutex_unlock(&fs->lock);
-    if (stopped) {
-        lmc_l2_task_free(t);
-        return LMC_ERR_CLOSED;
-    }
-    return LMC_OK;
-}
-
-static lmc_status fs_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
-                                  const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
-}
-
-static lmc_status fs_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
-}
-
-static lmc_status fs_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
-                                 const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+    return lmc_l2_workers_enqueue(((fs_adapter *)impl)->workers, kind, id, keys, objs, n);
 }
 
 /* Synchronous: a count decrement cannot fail, so "eventually" is "now". */
@@ -620,7 +573,7 @@ static void fs_replay_recovered(void *impl, const lmc_l2_listener *l)
 static bool fs_is_healthy(void *impl)
 {
     fs_adapter *fs = impl;
-    return atomic_load(&fs->worker_alive);
+    return lmc_l2_workers_get_stats(fs->workers).alive;
 }
 
 static void fs_report_status(void *impl, lmc_json *status)
@@ -629,17 +582,17 @@ static void fs_report_status(void *impl, lmc_json *status)
     pthread_mutex_lock(&fs->lock);
     size_t tracked = lmc_keymap_size(fs->sizes);
     size_t locked = lmc_keymap_size(fs->locks);
-    size_t pending = fs->queue.count;
     pthread_mutex_unlock(&fs->lock);
+    lmc_l2_workers_stats ws = lmc_l2_workers_get_stats(fs->workers);
     lmc_json_object_set(status, "base_path", lmc_json_string(fs->base_path));
     lmc_json_object_set(status, "relative_tmp_dir",
                         fs->relative_tmp_dir != NULL ? lmc_json_string(fs->relative_tmp_dir)
                                                      : lmc_json_null());
     lmc_json_object_set(status, "use_odirect", lmc_json_bool(fs->use_odirect));
-    lmc_json_object_set(status, "worker_alive", lmc_json_bool(atomic_load(&fs->worker_alive)));
+    lmc_json_object_set(status, "worker_alive", lmc_json_bool(ws.alive));
     lmc_json_object_set(status, "files_tracked", lmc_json_int((int64_t)tracked));
     lmc_json_object_set(status, "locked_keys", lmc_json_int((int64_t)locked));
-    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
+    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)ws.queued));
 }
 
 /* ------------------------------------------------------------------ */
@@ -773,7 +726,6 @@ static void fs_free(fs_adapter *fs)
     free(fs->tmp_dir);
     free(fs->relative_tmp_dir);
     pthread_mutex_destroy(&fs->lock);
-    pthread_cond_destroy(&fs->cond);
     free(fs);
 }
 
@@ -787,7 +739,6 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'fs': out of memory");
     fs->base = base;
     pthread_mutex_init(&fs->lock, NULL);
-    pthread_cond_init(&fs->cond, NULL);
     /* The config was validated by the base, so the reads below cannot fail. */
     lmc_l2_config_string(cfg, TYPE, "base_path", true, &base_path, NULL);
     lmc_l2_config_string(cfg, TYPE, "relative_tmp_dir", false, &rel, NULL);
@@ -797,7 +748,6 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &fs->recover_on_start, NULL);
     /* Clamped: converting a double beyond the range of uint64_t is undefined. */
     fs->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
-    fs->instance = atomic_fetch_add(&g_instances, 1);
 
     fs->base_path = strdup(base_path);
     fs->locks = lmc_keymap_create(0);
@@ -836,18 +786,18 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     if (fs->capacity > 0 && fs->recover_on_start)
         recover(fs);
 
-    atomic_store(&fs->worker_alive, true);
-    if ((e = pthread_create(&fs->thread, NULL, worker_main, fs)) != 0) {
-        atomic_store(&fs->worker_alive, false);
-        st = lmc_error_set(err, LMC_ERR_IO, "--l2-adapter: type 'fs': cannot start worker: %s",
-                           strerror(e));
+    lmc_l2_workers_config wc = {
+        .name = "l2-fs",
+        .instances = &g_instances,
+        .threads = 1,
+        .base = base,
+        .hooks = {.run = fs_run},
+        .ud = fs,
+    };
+    if ((st = lmc_l2_workers_start(&wc, &fs->workers, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type 'fs'");
         goto fail;
     }
-    fs->thread_started = true;
-    /* Named from here rather than by the thread itself, so the name is set when create returns. */
-    char name[16];
-    snprintf(name, sizeof(name), "l2-fs-%u", fs->instance % 100000u);
-    pthread_setname_np(fs->thread, name);
     *impl = fs;
     return LMC_OK;
 
@@ -863,17 +813,8 @@ static void fs_destroy(void *impl)
     fs_adapter *fs = impl;
     if (fs == NULL)
         return;
-    atomic_store(&fs->stopping, true);
-    pthread_mutex_lock(&fs->lock);
-    fs->stop = true;
-    pthread_cond_broadcast(&fs->cond);
-    pthread_mutex_unlock(&fs->lock);
-    if (fs->thread_started)
-        pthread_join(fs->thread, NULL);
-    /* Every task is completed exactly once, so what never ran is reported failed. */
-    lmc_l2_task *t;
-    while ((t = lmc_l2_task_queue_pop(&fs->queue)) != NULL)
-        lmc_l2_task_fail(fs->base, t);
+    /* A running store gives up between keys; what never ran is reported failed. */
+    lmc_l2_workers_destroy(fs->workers);
     fs_free(fs);
 }
 
@@ -884,9 +825,7 @@ const lmc_l2_adapter_ops lmc_l2_fs_ops = {
             "\"read_ahead_size\": N, \"recover_on_start\": BOOL}",
     .check_config = fs_check_config,
     .create = fs_create,
-    .submit_store = fs_submit_store,
-    .submit_lookup = fs_submit_lookup,
-    .submit_load = fs_submit_load,
+    .submit = fs_submit,
     .submit_unlock = fs_submit_unlock,
     .delete_keys = fs_delete_keys,
     .report_status = fs_report_status,

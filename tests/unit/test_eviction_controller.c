@@ -27,6 +27,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "lmcache/bitmap.h"
 #include "storage/eviction.h"
 #include "storage/eviction_controller.h"

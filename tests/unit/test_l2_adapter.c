@@ -21,6 +21,7 @@
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 
 #define MOCK_CFG "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 100}"
 

@@ -36,6 +36,7 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "storage/l1_manager.h"
 #include "storage/prefetch_controller.h"
 
