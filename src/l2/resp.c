@@ -26,9 +26,9 @@
  * Faults: every socket has a timeout (timeout_ms) for connect, send and
  * receive, so a dead or stopped Redis costs a task at most that long. A
  * connection that fails is dropped and reopened with exponential backoff
- * (50 ms doubling to 5 s); the workers make the other connected workers
- * check theirs with a PING, so the whole adapter notices an outage at once
- * (a failure of the control connection does the same). Tasks are queued
+ * (50 ms doubling to 5 s); its loss makes the other connected workers
+ * check theirs with a PING before their next task, so the whole adapter
+ * notices an outage at once (the control connection's too). Tasks are queued
  * only while some connection is live; with none, a submitted task fails at
  * once, and losing the last connection fails what is queued. So a task
  * never waits for a Redis that is down. hiredis 0.14 writes with write(2),
@@ -288,7 +288,11 @@ static bool conn_open(resp_adapter *r, resp_conn *cn)
     return true;
 }
 
-/* The connection broke: free it and retry at once (the workers make the others check theirs). */
+/*
+ * The connection broke: free it, make every worker check its own before its
+ * next task (so the whole adapter notices an outage before this task's
+ * failure is even reported), and retry at once.
+ */
 static void conn_lost(resp_adapter *r, resp_conn *cn, const char *what)
 {
     set_error(r, true, "%s: %s: %s", r->endpoint, what,
@@ -303,6 +307,7 @@ static void conn_lost(resp_adapter *r, resp_conn *cn, const char *what)
     cn->c = NULL;
     cn->next_try_ns = lmc_mono_ns();
     cn->backoff_ms = BACKOFF_MIN_MS;
+    lmc_l2_workers_check_links(r->workers);
 }
 
 static bool conn_ping(resp_adapter *r, resp_conn *cn)
@@ -688,15 +693,10 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     bool ok = r->ctl.c != NULL;
     if (!ok && lmc_mono_ns() >= r->ctl.next_try_ns)
         ok = conn_open(r, &r->ctl);
-    bool lost = false;
-    if (ok) {
+    if (ok)
         ok = pipeline(r, &r->ctl, &t, append_delete, on_delete_reply, &acc, "DEL");
-        lost = !ok && r->ctl.c == NULL;
-    }
     pthread_mutex_unlock(&r->ctl_lock);
     sigpipe_restore(&guard);
-    if (lost)
-        lmc_l2_workers_check_links(r->workers); /* Redis may be gone: the workers check theirs */
 
     /* Compact to the deleted keys; the others go back into tracking. */
     size_t d = 0;

@@ -176,7 +176,9 @@ static void link_down(lmc_l2_workers *w, worker_slot *s, uint64_t retry_ns)
         return;
     s->up = false;
     w->live--;
-    w->epoch++;
+    /* Unless the type has told the others already (lmc_l2_workers_check_links), tell them now. */
+    if (s->epoch == w->epoch)
+        w->epoch++;
     pthread_cond_broadcast(&w->work_cond);
     if (w->live == 0) {
         /* The invariant: tasks are queued only while some link is up. */

@@ -118,7 +118,13 @@ lmc_status lmc_l2_workers_enqueue(lmc_l2_workers *w, lmc_l2_task_kind kind, uint
  */
 void lmc_l2_workers_defer(lmc_l2_workers *w, lmc_l2_task *t, uint64_t due_ns);
 
-/* Make every up worker check its link before its next task (a link outside the helper broke). */
+/*
+ * Make every up worker check its link before its next task. The helper does
+ * this itself when a worker's link goes down; a type calls it as soon as it
+ * sees a connection break (inside a task, before its failure is reported,
+ * or on a connection of its own), so no other worker takes a task on a
+ * connection that is probably dead too.
+ */
 void lmc_l2_workers_check_links(lmc_l2_workers *w);
 
 /* True from the start of lmc_l2_workers_stop: a long task may give up between its keys. */
