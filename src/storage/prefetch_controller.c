@@ -38,6 +38,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
 
 #define LOG_COMP "prefetch"
 #define POLL_TIMEOUT_MS 500
@@ -135,17 +136,22 @@ struct lmc_prefetch_controller {
 /* Policy                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* The one list of prefetch policies, indexed by pf_policy. */
+const char *const lmc_prefetch_policy_names[] = {
+    [PF_POLICY_DEFAULT] = "default",
+    [PF_POLICY_RETAIN] = "retain",
+};
+const size_t lmc_prefetch_policy_count =
+    sizeof(lmc_prefetch_policy_names) / sizeof(lmc_prefetch_policy_names[0]);
+
 static bool policy_from_name(const char *name, pf_policy *out)
 {
-    if (name != NULL && strcmp(name, "default") == 0) {
-        *out = PF_POLICY_DEFAULT;
-        return true;
-    }
-    if (name != NULL && strcmp(name, "retain") == 0) {
-        *out = PF_POLICY_RETAIN;
-        return true;
-    }
-    return false;
+    size_t i;
+    if (name == NULL || !lmc_names_find(lmc_prefetch_policy_names, lmc_prefetch_policy_count, name,
+                                        strlen(name), &i))
+        return false;
+    *out = (pf_policy)i;
+    return true;
 }
 
 lmc_status lmc_prefetch_policy_check(const char *name, lmc_error *err)
@@ -153,9 +159,11 @@ lmc_status lmc_prefetch_policy_check(const char *name, lmc_error *err)
     pf_policy p;
     if (policy_from_name(name, &p))
         return LMC_OK;
-    return lmc_error_set(err, LMC_ERR_INVALID,
-                         "unknown prefetch policy '%.64s' (expected default or retain)",
-                         name ? name : "(null)");
+    char expected[128];
+    lmc_names_join(lmc_prefetch_policy_names, lmc_prefetch_policy_count, ", ", " or ", expected,
+                   sizeof(expected));
+    return lmc_error_set(err, LMC_ERR_INVALID, "unknown prefetch policy '%.64s' (expected %s)",
+                         name ? name : "(null)", expected);
 }
 
 /* ---------------------------------------------------------------------- */
