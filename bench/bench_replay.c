@@ -21,8 +21,8 @@
 #include "bench.h"
 #include "core/clock.h"
 #include "core/log.h"
+#include "lmcache/config.h"
 #include "replay/driver.h"
-#include "storage/config.h"
 #include "trace/format.h"
 #include "trace/reader.h"
 

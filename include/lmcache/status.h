@@ -47,12 +47,38 @@ const char *lmc_status_str(lmc_status s);
 void lmc_error_clear(lmc_error *err);
 
 /*
- * Fill err (if not NULL) with code and a printf-style message, and return
- * code, so that a failing path can read `return lmc_error_set(err, ...);`.
+ * Fill only err's message (printf-style) and return err; the code is left as
+ * it was. err may be NULL (then nothing is written and NULL is returned).
+ * The building block of lmc_error_set and of wrappers that add context.
  */
-lmc_status lmc_error_set(lmc_error *err, lmc_status code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-lmc_status lmc_error_setv(lmc_error *err, lmc_status code, const char *fmt, va_list ap);
+lmc_error *lmc_error_format(lmc_error *err, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+lmc_error *lmc_error_vformat(lmc_error *err, const char *fmt, va_list ap);
+
+/*
+ * Set err->code (if err is not NULL) and return code. It is inline on
+ * purpose: the optimiser then sees that a failing path returns exactly
+ * `code` (a non-zero constant, usually), so `st = f(&out); if (st != LMC_OK)
+ * return st; use(out);` is not mistaken for a read of an unset `out`
+ * (gcc's -Wmaybe-uninitialized at -O2/-O3 otherwise fires).
+ */
+static inline lmc_status lmc_error_code(lmc_error *err, lmc_status code)
+{
+    if (err != NULL)
+        err->code = code;
+    return code;
+}
+
+/*
+ * lmc_error_set(err, code, fmt, ...): fill err (if not NULL) with code and a
+ * printf-style message, and evaluate to code, so that a failing path can
+ * read `return lmc_error_set(err, ...);`. A macro over lmc_error_format and
+ * lmc_error_code so that the returned value is visible at every call site;
+ * each argument is evaluated once. lmc_error_setv is the va_list form.
+ */
+#define lmc_error_set(err, code, ...) lmc_error_code(lmc_error_format((err), __VA_ARGS__), (code))
+#define lmc_error_setv(err, code, fmt, ap)                                                         \
+    lmc_error_code(lmc_error_vformat((err), (fmt), (ap)), (code))
 
 /*
  * Prefix an existing message: "<prefix>: <old message>". Keeps the code.

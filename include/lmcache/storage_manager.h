@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "lmcache/bitmap.h"
+#include "lmcache/config.h"
 #include "lmcache/memory_obj.h"
 #include "lmcache/status.h"
 #include "lmcache/types.h"
@@ -33,7 +34,6 @@ extern "C" {
 #endif
 
 typedef struct lmc_storage_manager lmc_storage_manager;
-typedef struct lmc_sm_config lmc_sm_config; /* src/storage/config.h */
 
 /*
  * Build and start a StorageManager from a finished config (the config is

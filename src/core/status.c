@@ -33,22 +33,20 @@ void lmc_error_clear(lmc_error *err)
     err->msg[0] = '\0';
 }
 
-lmc_status lmc_error_setv(lmc_error *err, lmc_status code, const char *fmt, va_list ap)
+lmc_error *lmc_error_vformat(lmc_error *err, const char *fmt, va_list ap)
 {
-    if (err == NULL)
-        return code;
-    err->code = code;
-    vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-    return code;
+    if (err != NULL)
+        vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+    return err;
 }
 
-lmc_status lmc_error_set(lmc_error *err, lmc_status code, const char *fmt, ...)
+lmc_error *lmc_error_format(lmc_error *err, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    lmc_error_setv(err, code, fmt, ap);
+    lmc_error_vformat(err, fmt, ap);
     va_end(ap);
-    return code;
+    return err;
 }
 
 lmc_status lmc_error_prefix(lmc_error *err, const char *fmt, ...)

@@ -25,10 +25,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lmcache/config.h"
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
 #include "replay/stats.h"
-#include "storage/config.h"
 
 /* Called after every record: latency in seconds; skipped records report failed with 0.0. */
 typedef void (*lmc_replay_on_record)(const char *qualname, double latency_s, bool failed,

@@ -366,16 +366,22 @@ typedef struct dec {
     lmc_error *err;
 } dec;
 
-static lmc_status __attribute__((format(printf, 3, 4)))
-reject(dec *d, lmc_status code, const char *fmt, ...)
+/* The message of a rejection, prefixed with the operation name. */
+static lmc_error *__attribute__((format(printf, 2, 3))) reject_msg(dec *d, const char *fmt, ...)
 {
     char msg[LMC_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
-    return lmc_error_set(d->err, code, "%s: %s", d->op, msg);
+    return lmc_error_format(d->err, "%s: %s", d->op, msg);
 }
+
+/*
+ * reject(d, code, fmt, ...): fill d->err and evaluate to code. A macro over
+ * lmc_error_code, like lmc_error_set, so callers see the non-zero result.
+ */
+#define reject(d, code, ...) lmc_error_code(reject_msg((d), __VA_ARGS__), (code))
 
 /* A printable, bounded copy of client bytes for a message. */
 static const char *quote(const uint8_t *p, size_t n, char *buf, size_t cap)

@@ -464,6 +464,16 @@ void lmc_sm_config_free(lmc_sm_config *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
+/* The table row of the flag named by name[0, len), or NULL. */
+static const flag_def *find_flag(const char *name, size_t len)
+{
+    for (size_t k = 0; k < N_OF(FLAGS); k++) {
+        if (strlen(FLAGS[k].name) == len && strncmp(FLAGS[k].name, name, len) == 0)
+            return &FLAGS[k];
+    }
+    return NULL;
+}
+
 lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, int *i,
                                    bool *consumed, lmc_error *err)
 {
@@ -475,14 +485,7 @@ lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, in
         return LMC_OK;
 
     const char *eq = strchr(arg, '=');
-    size_t name_len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
-    const flag_def *f = NULL;
-    for (size_t k = 0; k < N_OF(FLAGS); k++) {
-        if (strlen(FLAGS[k].name) == name_len && strncmp(FLAGS[k].name, arg, name_len) == 0) {
-            f = &FLAGS[k];
-            break;
-        }
-    }
+    const flag_def *f = find_flag(arg, eq != NULL ? (size_t)(eq - arg) : strlen(arg));
     if (f == NULL)
         return LMC_OK;
     *consumed = true;
@@ -507,6 +510,20 @@ lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, in
     if (st == LMC_OK)
         *i += used;
     return st;
+}
+
+lmc_status lmc_sm_config_set(lmc_sm_config *cfg, const char *flag, const char *value,
+                             lmc_error *err)
+{
+    const flag_def *f = find_flag(flag, strlen(flag));
+    if (f == NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID, "unknown option '%s'", flag);
+    if (f->metavar == NULL && value != NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID, "%s takes no value (got '%s')", f->name, value);
+    if (f->metavar != NULL && value == NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID, "%s: a value is required (%s %s)", f->name,
+                             f->name, f->metavar);
+    return apply_flag(cfg, f, value, err);
 }
 
 lmc_status lmc_sm_config_finish(lmc_sm_config *cfg, lmc_error *err)
@@ -682,16 +699,30 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
     return root;
 }
 
+/* The sorted JSON text and its length (the digest hashes exactly these bytes). */
+static char *config_json_text(const lmc_sm_config *cfg, size_t *len)
+{
+    lmc_json *tree = lmc_sm_config_to_json(cfg);
+    if (tree == NULL)
+        return NULL;
+    char *text = lmc_json_dumps(tree, LMC_JSON_SORT_KEYS, -1, len);
+    lmc_json_free(tree);
+    return text;
+}
+
+lmc_status lmc_sm_config_to_json_text(const lmc_sm_config *cfg, char **json_out)
+{
+    size_t len = 0;
+    *json_out = config_json_text(cfg, &len);
+    return *json_out != NULL ? LMC_OK : LMC_ERR_NOMEM;
+}
+
 lmc_status lmc_sm_config_digest(const lmc_sm_config *cfg, char **json_out, char digest_hex[65])
 {
     if (json_out != NULL)
         *json_out = NULL;
-    lmc_json *tree = lmc_sm_config_to_json(cfg);
-    if (tree == NULL)
-        return LMC_ERR_NOMEM;
     size_t len = 0;
-    char *text = lmc_json_dumps(tree, LMC_JSON_SORT_KEYS, -1, &len);
-    lmc_json_free(tree);
+    char *text = config_json_text(cfg, &len);
     if (text == NULL)
         return LMC_ERR_NOMEM;
     lmc_sha256_hex(text, len, digest_hex);

@@ -925,6 +925,105 @@ static void test_free_twice_is_harmless(void **state)
     lmc_sm_config_free(NULL);
 }
 
+/* ------------------------------------------------------------------------ */
+/* lmc_sm_config_set and lmc_sm_config_to_json_text                         */
+/* ------------------------------------------------------------------------ */
+
+/* A set() that must fail with LMC_ERR_INVALID and a message containing want. */
+static void assert_set_fails(const char *flag, const char *value, const char *want)
+{
+    lmc_sm_config cfg;
+    lmc_error err;
+    assert_int_equal(lmc_sm_config_init(&cfg), LMC_OK);
+    lmc_error_clear(&err);
+    lmc_status st = lmc_sm_config_set(&cfg, flag, value, &err);
+    if (st != LMC_ERR_INVALID || strstr(err.msg, want) == NULL)
+        fail_msg("status %d, message '%s', wanted '%s'", (int)st, err.msg, want);
+    assert_int_equal(err.code, LMC_ERR_INVALID);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_set_builds_the_same_config_as_the_command_line(void **state)
+{
+    (void)state;
+    lmc_sm_config a, b;
+    lmc_error err;
+    assert_int_equal(PARSE_REQ(&a, &err, "--no-l1-use-lazy", "--eviction-ratio", "0.5",
+                               "--shm-name", "pool", "--l2-adapter", MOCK_ADAPTER),
+                     LMC_OK);
+    assert_int_equal(lmc_sm_config_init(&b), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--l1-size-gb", "1", &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--eviction-policy", "LRU", &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--no-l1-use-lazy", NULL, &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--eviction-ratio", "0.5", &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--shm-name", "pool", &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_set(&b, "--l2-adapter", MOCK_ADAPTER, &err), LMC_OK);
+    assert_int_equal(lmc_sm_config_finish(&b, &err), LMC_OK);
+    assert_true(b.l1_size_set);
+    assert_true(b.eviction_policy_set);
+    char *ja = dump(&a);
+    char *jb = dump(&b);
+    assert_string_equal(ja, jb);
+    free(ja);
+    free(jb);
+    lmc_sm_config_free(&a);
+    lmc_sm_config_free(&b);
+}
+
+static void test_set_value_that_looks_like_an_option_is_taken(void **state)
+{
+    (void)state;
+    lmc_sm_config cfg;
+    lmc_error err;
+    assert_int_equal(lmc_sm_config_init(&cfg), LMC_OK);
+    /* No argv to misread: the value is the value, even when it starts with "--". */
+    assert_int_equal(lmc_sm_config_set(&cfg, "--shm-name", "--pool", &err), LMC_OK);
+    assert_string_equal(cfg.shm_name, "--pool");
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_set_unknown_flag_is_reported(void **state)
+{
+    (void)state;
+    assert_set_fails("--l1-size", "1", "unknown option '--l1-size'");
+    assert_set_fails("l1-size-gb", "1", "unknown option 'l1-size-gb'");
+}
+
+static void test_set_switch_with_value_is_an_error(void **state)
+{
+    (void)state;
+    assert_set_fails("--l1-use-lazy", "yes", "--l1-use-lazy takes no value (got 'yes')");
+}
+
+static void test_set_flag_without_value_is_an_error(void **state)
+{
+    (void)state;
+    assert_set_fails("--eviction-policy", NULL, "--eviction-policy: a value is required");
+}
+
+static void test_set_bad_value_names_the_flag(void **state)
+{
+    (void)state;
+    assert_set_fails("--eviction-ratio", "1.5", "--eviction-ratio: 1.5 is not in (0, 1]");
+    assert_set_fails("--eviction-policy", "MRU", "--eviction-policy: 'MRU' is not one of");
+}
+
+static void test_to_json_text_is_the_digested_text(void **state)
+{
+    (void)state;
+    lmc_sm_config cfg;
+    lmc_error err;
+    assert_int_equal(parse_full(&cfg, &err), LMC_OK);
+    char *text = NULL;
+    assert_int_equal(lmc_sm_config_to_json_text(&cfg, &text), LMC_OK);
+    assert_string_equal(text, FULL_JSON);
+    char *digested = dump(&cfg);
+    assert_string_equal(text, digested);
+    free(digested);
+    free(text);
+    lmc_sm_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -991,6 +1090,13 @@ int main(void)
         cmocka_unit_test(test_copy_has_the_same_digest),
         cmocka_unit_test(test_copy_outlives_the_original),
         cmocka_unit_test(test_free_twice_is_harmless),
+        cmocka_unit_test(test_set_builds_the_same_config_as_the_command_line),
+        cmocka_unit_test(test_set_value_that_looks_like_an_option_is_taken),
+        cmocka_unit_test(test_set_unknown_flag_is_reported),
+        cmocka_unit_test(test_set_switch_with_value_is_an_error),
+        cmocka_unit_test(test_set_flag_without_value_is_an_error),
+        cmocka_unit_test(test_set_bad_value_names_the_flag),
+        cmocka_unit_test(test_to_json_text_is_the_digested_text),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "core/clock.h"
-#include "storage/config.h"
+#include "lmcache/config.h"
 
 lmc_storage_manager *sm_test_create_argv(int argc, char **argv)
 {
