@@ -5,6 +5,9 @@
 
 #include <string.h>
 
+/* How much of an unknown name a message quotes. */
+#define QUOTE_MAX 64
+
 /* Append s to buf, keeping what fits; *len counts everything asked for. */
 static void put(char *buf, size_t cap, size_t *len, const char *s)
 {
@@ -47,4 +50,20 @@ bool lmc_names_find(const char *const *names, size_t n, const char *s, size_t le
         }
     }
     return false;
+}
+
+lmc_status lmc_names_parse(const char *const *names, size_t n, const char *what, const char *s,
+                           size_t len, size_t *index, lmc_error *err)
+{
+    if (lmc_names_find(names, n, s, len, index))
+        return LMC_OK;
+    char expected[256];
+    lmc_names_join(names, n, ", ", " or ", expected, sizeof(expected));
+    if (s == NULL) {
+        s = "(null)";
+        len = 6;
+    }
+    return lmc_error_set(err, LMC_ERR_INVALID, "unknown %s '%.*s%s' (expected %s)", what,
+                         (int)(len > QUOTE_MAX ? QUOTE_MAX : len), s, len > QUOTE_MAX ? "..." : "",
+                         expected);
 }

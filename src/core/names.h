@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "lmcache/status.h"
+
 /*
  * Join n names into buf: sep between two names, and last_sep (when not
  * NULL) before the last one, so {"a", "b", "c"} gives "a, b, c" with
@@ -28,5 +30,13 @@ size_t lmc_names_join(const char *const *names, size_t n, const char *sep, const
  * *index; false when none matches. NULL entries never match.
  */
 bool lmc_names_find(const char *const *names, size_t n, const char *s, size_t len, size_t *index);
+
+/*
+ * lmc_names_find, or LMC_ERR_INVALID naming what was looked for and what is
+ * accepted: "unknown store policy 'x' (expected default or skip_l1)". At
+ * most 64 bytes of s are quoted (then "..."); a NULL s reads "(null)".
+ */
+lmc_status lmc_names_parse(const char *const *names, size_t n, const char *what, const char *s,
+                           size_t len, size_t *index, lmc_error *err);
 
 #endif

@@ -539,14 +539,11 @@ lmc_status lmc_trim_policy_from_name(const char *name, size_t len, lmc_trim_poli
         len = 0;
     }
     size_t i;
-    if (lmc_names_find(g_trim_policies, N_TRIM_POLICIES, name, len, &i)) {
+    lmc_status st =
+        lmc_names_parse(g_trim_policies, N_TRIM_POLICIES, "TrimPolicy", name, len, &i, err);
+    if (st == LMC_OK)
         *out = (lmc_trim_policy)i;
-        return LMC_OK;
-    }
-    char expected[64];
-    lmc_names_join(g_trim_policies, N_TRIM_POLICIES, ", ", " or ", expected, sizeof(expected));
-    return lmc_error_set(err, LMC_ERR_INVALID, "unknown TrimPolicy '%.*s%s' (expected %s)",
-                         QUOTE_ARGS(name, len), expected);
+    return st;
 }
 
 const char *lmc_l1_error_name(lmc_l1_error e)

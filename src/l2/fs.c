@@ -341,8 +341,9 @@ static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
 /* The worker's tasks                                                   */
 /* ------------------------------------------------------------------ */
 
-static void run_store(fs_adapter *fs, lmc_l2_task *t)
+static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX], tmp[PATH_MAX];
     bool failed = false;
     uint64_t written = 0;
@@ -399,10 +400,12 @@ static void run_store(fs_adapter *fs, lmc_l2_task *t)
     t->result = failed ? -1 : (int64_t)written;
     lmc_l2_notify_stored(fs->base, t->keys, t->sizes, nn);
     lmc_l2_task_complete(fs->base, t);
+    return true;
 }
 
-static void run_lookup(fs_adapter *fs, lmc_l2_task *t)
+static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX];
     struct stat st;
     for (size_t i = 0; i < t->n; i++) {
@@ -422,10 +425,12 @@ static void run_lookup(fs_adapter *fs, lmc_l2_task *t)
     }
     pthread_mutex_unlock(&fs->lock);
     lmc_l2_task_complete(fs->base, t);
+    return true;
 }
 
-static void run_load(fs_adapter *fs, lmc_l2_task *t)
+static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX];
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -439,22 +444,6 @@ static void run_load(fs_adapter *fs, lmc_l2_task *t)
     }
     lmc_l2_notify_accessed(fs->base, t->keys, nn);
     lmc_l2_task_complete(fs->base, t);
-}
-
-/* The worker hook: run one task (l2/worker.h). */
-static bool fs_run(void *ud, size_t index, lmc_l2_task *t)
-{
-    switch (t->kind) {
-    case LMC_L2_TASK_STORE:
-        run_store(ud, t);
-        break;
-    case LMC_L2_TASK_LOOKUP:
-        run_lookup(ud, t);
-        break;
-    case LMC_L2_TASK_LOAD:
-        run_load(ud, t);
-        break;
-    }
     return true;
 }
 
@@ -791,7 +780,9 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
         .instances = &g_instances,
         .threads = 1,
         .base = base,
-        .hooks = {.run = fs_run},
+        .hooks = {.run = {[LMC_L2_TASK_LOOKUP] = run_lookup,
+                          [LMC_L2_TASK_LOAD] = run_load,
+                          [LMC_L2_TASK_STORE] = run_store}},
         .ud = fs,
     };
     if ((st = lmc_l2_workers_start(&wc, &fs->workers, err)) != LMC_OK) {

@@ -77,8 +77,9 @@ static void finish_after_delay(mock_adapter *m, lmc_l2_task *t, uint64_t bytes, 
         lmc_l2_workers_defer(m->workers, t, due);
 }
 
-static void run_store(mock_adapter *m, lmc_l2_task *t)
+static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
+    mock_adapter *m = ud;
     uint64_t start = lmc_mono_ns();
     uint64_t stored = 0;
     size_t nn = 0, over = 0, oom = 0;
@@ -121,10 +122,12 @@ static void run_store(mock_adapter *m, lmc_l2_task *t)
     t->n_notify = nn;
     t->result = (int64_t)stored;
     finish_after_delay(m, t, stored, start);
+    return true;
 }
 
-static void run_lookup(mock_adapter *m, lmc_l2_task *t)
+static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
+    mock_adapter *m = ud;
     pthread_mutex_lock(&m->lock);
     for (size_t i = 0; i < t->n; i++) {
         void **slot = lmc_keymap_get(m->entries, &t->keys[i]);
@@ -135,10 +138,12 @@ static void run_lookup(mock_adapter *m, lmc_l2_task *t)
     }
     pthread_mutex_unlock(&m->lock);
     lmc_l2_task_complete(m->base, t); /* lookups are not delayed */
+    return true;
 }
 
-static void run_load(mock_adapter *m, lmc_l2_task *t)
+static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
+    mock_adapter *m = ud;
     uint64_t start = lmc_mono_ns();
     uint64_t bytes = 0;
     size_t nn = 0;
@@ -158,22 +163,6 @@ static void run_load(mock_adapter *m, lmc_l2_task *t)
     pthread_mutex_unlock(&m->lock);
     t->n_notify = nn;
     finish_after_delay(m, t, bytes, start);
-}
-
-/* The worker hook: run one task (l2/worker.h). */
-static bool mock_run(void *ud, size_t index, lmc_l2_task *t)
-{
-    switch (t->kind) {
-    case LMC_L2_TASK_STORE:
-        run_store(ud, t);
-        break;
-    case LMC_L2_TASK_LOOKUP:
-        run_lookup(ud, t);
-        break;
-    case LMC_L2_TASK_LOAD:
-        run_load(ud, t);
-        break;
-    }
     return true;
 }
 
@@ -321,7 +310,10 @@ static lmc_status mock_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
         .instances = &g_instances,
         .threads = 1,
         .base = base,
-        .hooks = {.run = mock_run, .finish = mock_finish},
+        .hooks = {.run = {[LMC_L2_TASK_LOOKUP] = run_lookup,
+                          [LMC_L2_TASK_LOAD] = run_load,
+                          [LMC_L2_TASK_STORE] = run_store},
+                  .finish = mock_finish},
         .ud = m,
     };
     lmc_status st = lmc_l2_workers_start(&wc, &m->workers, err);

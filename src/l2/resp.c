@@ -408,6 +408,20 @@ static void reply_error(resp_adapter *r, const char *what, const redisReply *rep
 /* The worker's tasks                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The end of every task: false when its connection broke under it (the
+ * workers then count the link down), which also counts the task as failed.
+ */
+static bool conn_kept(resp_adapter *r, const resp_conn *cn)
+{
+    if (cn->c != NULL)
+        return true;
+    pthread_mutex_lock(&r->lock);
+    r->failed_tasks++;
+    pthread_mutex_unlock(&r->lock);
+    return false;
+}
+
 typedef struct store_acc {
     uint64_t written;
     bool failed;
@@ -432,13 +446,15 @@ static void on_store_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply
     }
 }
 
-static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     store_acc acc = {0, false, calloc(t->n > 0 ? t->n : 1, 1)};
     if (acc.done == NULL) {
         LMC_ERROR(COMPONENT, "store task %" PRIu64 ": out of memory", t->id);
         lmc_l2_task_fail(r->base, t);
-        return;
+        return true;
     }
     if (!pipeline(r, cn, t, append_store, on_store_reply, &acc, "SET"))
         acc.failed = true;
@@ -463,6 +479,7 @@ static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     t->result = acc.failed ? -1 : (int64_t)acc.written;
     lmc_l2_notify_stored(r->base, t->keys, t->sizes, nn);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
 static bool append_exists(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -487,8 +504,10 @@ static void clear_all(lmc_l2_task *t)
         lmc_bitmap_clear(&t->bitmap, i);
 }
 
-static void run_lookup(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     bool warned = false;
     if (!pipeline(r, cn, t, append_exists, on_exists_reply, &warned, "EXISTS"))
         clear_all(t); /* a broken task reports nothing found, not half an answer */
@@ -504,6 +523,7 @@ static void run_lookup(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     }
     pthread_mutex_unlock(&r->lock);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
 static bool append_get(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -525,8 +545,10 @@ static void on_get_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *
     }
 }
 
-static void run_load(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     bool warned = false;
     if (!pipeline(r, cn, t, append_get, on_get_reply, &warned, "GET"))
         clear_all(t);
@@ -537,6 +559,7 @@ static void run_load(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     }
     lmc_l2_notify_accessed(r->base, t->keys, nn);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
 /* ------------------------------------------------------------------ */
@@ -560,30 +583,6 @@ static bool resp_link(void *ud, size_t i, bool up, uint64_t *retry_ns)
     }
     *retry_ns = cn->next_try_ns;
     return ok;
-}
-
-/* Run one task over worker i's connection; false when the connection broke under it. */
-static bool resp_run(void *ud, size_t i, lmc_l2_task *t)
-{
-    resp_adapter *r = ud;
-    resp_conn *cn = &r->conns[i];
-    switch (t->kind) {
-    case LMC_L2_TASK_STORE:
-        run_store(r, cn, t);
-        break;
-    case LMC_L2_TASK_LOOKUP:
-        run_lookup(r, cn, t);
-        break;
-    case LMC_L2_TASK_LOAD:
-        run_load(r, cn, t);
-        break;
-    }
-    if (cn->c != NULL)
-        return true;
-    pthread_mutex_lock(&r->lock);
-    r->failed_tasks++;
-    pthread_mutex_unlock(&r->lock);
-    return false;
 }
 
 static lmc_status resp_submit(void *impl, lmc_l2_task_kind kind, uint64_t id,
@@ -970,7 +969,10 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
         .instances = &g_instances,
         .threads = (size_t)r->nconn,
         .base = base,
-        .hooks = {.run = resp_run, .link = resp_link},
+        .hooks = {.run = {[LMC_L2_TASK_LOOKUP] = run_lookup,
+                          [LMC_L2_TASK_LOAD] = run_load,
+                          [LMC_L2_TASK_STORE] = run_store},
+                  .link = resp_link},
         .ud = r,
         .idle_check_ns = (uint64_t)PING_IDLE_MS * 1000000u,
         .up_at_start = up,

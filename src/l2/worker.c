@@ -271,7 +271,7 @@ static void *worker_main(void *arg)
         lmc_l2_task *t = queue_pop(w);
         if (t != NULL) {
             pthread_mutex_unlock(&w->lock);
-            bool ok = w->cfg.hooks.run(w->cfg.ud, s->index, t);
+            bool ok = w->cfg.hooks.run[t->kind](w->cfg.ud, s->index, t);
             pthread_mutex_lock(&w->lock);
             if (w->links && ok)
                 s->active_ns = lmc_mono_ns();
@@ -421,7 +421,7 @@ void lmc_l2_workers_destroy(lmc_l2_workers *w)
 lmc_status lmc_l2_workers_enqueue(lmc_l2_workers *w, lmc_l2_task_kind kind, uint64_t id,
                                   const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
 {
-    if (w->cfg.hooks.run == NULL)
+    if ((unsigned)kind >= LMC_L2_TASK_KINDS || w->cfg.hooks.run[kind] == NULL)
         return LMC_ERR_INTERNAL;
     lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
     if (t == NULL)

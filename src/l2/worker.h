@@ -14,7 +14,8 @@
  *
  * The type supplies hooks; the helper calls them on its worker threads
  * without holding its lock:
- *   run    executes one task on worker `index` and ends it exactly once:
+ *   run    one function per task kind (lookup, load, store): executes one
+ *          task on worker `index` and ends it exactly once:
  *          lmc_l2_task_complete / lmc_l2_task_fail, or lmc_l2_workers_defer.
  *          Required when the type enqueues tasks.
  *   finish reports a deferred task once it is due (and at destroy). Optional:
@@ -57,12 +58,15 @@ typedef struct lmc_l2_workers lmc_l2_workers;
 /* No deadline (for idle). */
 #define LMC_L2_NO_DEADLINE UINT64_MAX
 
+/*
+ * Run t on worker index. Returns false only when the worker's link broke
+ * during the task (a type without links always returns true).
+ */
+typedef bool (*lmc_l2_worker_run_fn)(void *ud, size_t index, lmc_l2_task *t);
+
 typedef struct lmc_l2_worker_hooks {
-    /*
-     * Run t on worker index. Returns false only when the worker's link broke
-     * during the task (a type without links always returns true).
-     */
-    bool (*run)(void *ud, size_t index, lmc_l2_task *t);
+    /* One per task kind, indexed by lmc_l2_task_kind. */
+    lmc_l2_worker_run_fn run[LMC_L2_TASK_KINDS];
     /* A deferred task is due: report it and free it. NULL: lmc_l2_task_complete. */
     void (*finish)(void *ud, lmc_l2_task *t);
     /*

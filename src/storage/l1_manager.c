@@ -62,14 +62,10 @@ lmc_status lmc_write_mode_from_name(const char *s, size_t len, lmc_write_mode *o
                                     lmc_error *err)
 {
     size_t i;
-    if (lmc_names_find(g_write_modes, N_WRITE_MODES, s, len, &i)) {
+    lmc_status st = lmc_names_parse(g_write_modes, N_WRITE_MODES, "write mode", s, len, &i, err);
+    if (st == LMC_OK)
         *out = (lmc_write_mode)i;
-        return LMC_OK;
-    }
-    char expected[64];
-    lmc_names_join(g_write_modes, N_WRITE_MODES, ", ", " or ", expected, sizeof(expected));
-    return lmc_error_set(err, LMC_ERR_INVALID, "unknown write mode '%.*s' (expected %s)",
-                         (int)(len > 64 ? 64 : len), s, expected);
+    return st;
 }
 
 static uint64_t now_ms(lmc_l1_manager *l1)

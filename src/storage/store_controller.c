@@ -96,20 +96,12 @@ const size_t lmc_store_policy_count =
 
 static lmc_status parse_policy(const char *name, store_policy *out, lmc_error *err)
 {
-    size_t i;
-    if (name == NULL) {
-        *out = STORE_POLICY_DEFAULT;
-        return LMC_OK;
-    }
-    if (lmc_names_find(lmc_store_policy_names, lmc_store_policy_count, name, strlen(name), &i)) {
-        *out = (store_policy)i;
-        return LMC_OK;
-    }
-    char expected[128];
-    lmc_names_join(lmc_store_policy_names, lmc_store_policy_count, ", ", " or ", expected,
-                   sizeof(expected));
-    return lmc_error_set(err, LMC_ERR_INVALID, "unknown store policy '%.64s' (expected %s)", name,
-                         expected);
+    size_t i = STORE_POLICY_DEFAULT; /* NULL means the default */
+    lmc_status st = name == NULL ? LMC_OK
+                                 : lmc_names_parse(lmc_store_policy_names, lmc_store_policy_count,
+                                                   "store policy", name, strlen(name), &i, err);
+    *out = (store_policy)i;
+    return st;
 }
 
 lmc_status lmc_store_policy_check(const char *name, lmc_error *err)

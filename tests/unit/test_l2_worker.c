@@ -163,7 +163,7 @@ static lmc_l2_workers_config config(fixture *f, size_t threads)
         .instances = &g_instances,
         .threads = threads,
         .base = f->sink,
-        .hooks = {.run = run_hook, .finish = finish_hook},
+        .hooks = {.run = {run_hook, run_hook, run_hook}, .finish = finish_hook},
         .ud = f,
     };
 }
@@ -173,6 +173,17 @@ static void start(fixture *f, const lmc_l2_workers_config *cfg)
     lmc_error err;
     assert_int_equal(lmc_l2_workers_start(cfg, &f->w, &err), LMC_OK);
     assert_non_null(f->w);
+}
+
+/* One worker with a link (up at start when up is true), checked after idle_check_ns. */
+static void start_linked(fixture *f, bool up, uint64_t idle_check_ns)
+{
+    lmc_l2_workers_config cfg = config(f, 1);
+    bool up_at_start[1] = {up};
+    cfg.hooks.link = link_hook;
+    cfg.idle_check_ns = idle_check_ns;
+    cfg.up_at_start = up_at_start;
+    start(f, &cfg);
 }
 
 static lmc_status submit(fixture *f, lmc_l2_task_kind kind, uint64_t id)
@@ -359,12 +370,7 @@ static void test_deferred_task_completes_when_due_and_at_destroy_keeps_its_resul
 static void test_links_down_fail_tasks_at_once_and_up_runs_them(void **state)
 {
     fixture *f = *state;
-    lmc_l2_workers_config cfg = config(f, 1);
-    bool up[1] = {false};
-    cfg.hooks.link = link_hook;
-    cfg.idle_check_ns = 60000 * MS;
-    cfg.up_at_start = up;
-    start(f, &cfg);
+    start_linked(f, false, 60000 * MS);
     assert_int_equal(lmc_l2_workers_get_stats(f->w).live_links, 0);
 
     assert_int_equal(submit(f, LMC_L2_TASK_STORE, 1), LMC_OK);
@@ -386,10 +392,7 @@ static void test_losing_the_last_link_fails_every_queued_task(void **state)
 {
     fixture *f = *state;
     atomic_store(&f->link_ok, true);
-    lmc_l2_workers_config cfg = config(f, 1);
-    cfg.hooks.link = link_hook;
-    cfg.idle_check_ns = 60000 * MS;
-    start(f, &cfg);
+    start_linked(f, true, 60000 * MS);
     assert_int_equal(lmc_l2_workers_get_stats(f->w).live_links, 1);
     pthread_mutex_lock(&f->mu);
     f->break_id = 0;
@@ -416,10 +419,7 @@ static void test_an_idle_up_link_is_checked(void **state)
 {
     fixture *f = *state;
     atomic_store(&f->link_ok, true);
-    lmc_l2_workers_config cfg = config(f, 1);
-    cfg.hooks.link = link_hook;
-    cfg.idle_check_ns = 5 * MS;
-    start(f, &cfg);
+    start_linked(f, true, 5 * MS);
     assert_true(eventually(link_checked, f));
     assert_int_equal(lmc_l2_workers_get_stats(f->w).live_links, 1);
 }

@@ -78,8 +78,7 @@ static void *submit_main(void *arg)
         if (st == LMC_OK) {
             atomic_store(&s->accepted[id], true);
             atomic_fetch_add(&s->n_accepted, 1);
-        }
-        else if (st != LMC_ERR_CLOSED)
+        } else if (st != LMC_ERR_CLOSED)
             return (void *)1;
     }
     return NULL;
@@ -120,7 +119,7 @@ static void run_round(bool stop_midway)
         .instances = &g_instances,
         .threads = WORKERS,
         .base = s->sink,
-        .hooks = {.run = run},
+        .hooks = {.run = {run, run, run}},
         .ud = s,
     };
     assert_int_equal(lmc_l2_workers_start(&cfg, &s->w, NULL), LMC_OK);
