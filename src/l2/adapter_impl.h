@@ -8,8 +8,9 @@
  * Owns: nothing itself. It declares the ops struct a type fills in, the
  * registry of types (registry.c), the calls a type makes into the base to
  * report results and usage (adapter.c), the field helpers for its config
- * (config.c), the task record its workers run (task.c) and the fs key
- * names (fs.c, also used by resp.c). Worker threads with a task queue come
+ * (config.c), the task record its workers run (task.c), per-key counts
+ * for lookup locks and sizes (counts.c) and the fs key names (fs.c, also
+ * used by resp.c). Worker threads with a task queue come
  * from l2/worker.h.
  *
  * A type only does the work: it receives tasks with their ids, runs them on
@@ -25,6 +26,7 @@
 #ifndef LMC_L2_ADAPTER_IMPL_H
 #define LMC_L2_ADAPTER_IMPL_H
 
+#include "core/keymap.h"
 #include "l2/adapter.h"
 
 /* The three kinds of task, in the order they are served. */
@@ -194,6 +196,27 @@ void lmc_l2_task_free(lmc_l2_task *t);
 void lmc_l2_task_complete(lmc_l2_adapter *a, lmc_l2_task *t);
 /* Report t as failed (store -1, lookup/load all clear), then free t. */
 void lmc_l2_task_fail(lmc_l2_adapter *a, lmc_l2_task *t);
+
+/* ------------------------------------------------------------------ */
+/* Per-key counts in an lmc_keymap (counts.c): lookup locks and sizes   */
+/* ------------------------------------------------------------------ */
+
+/* The caller holds the lock that guards the map (the adapter's own). */
+
+/* key's count, 0 when absent (*present says which). */
+uint64_t lmc_l2_count_get(const lmc_keymap *m, const lmc_object_key *key, bool *present);
+/* Set key's count; replacing the count of a present key never allocates, so never fails. */
+lmc_status lmc_l2_count_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v);
+
+/*
+ * Every hit of lookup t (a set bit of t->bitmap) takes one more lock; a hit
+ * that cannot be locked (out of memory) is cleared, so it is not reported.
+ * Done before the result is published, so eviction cannot delete a hit the
+ * caller is about to load.
+ */
+void lmc_l2_lock_hits(lmc_keymap *locks, lmc_l2_task *t);
+/* Release one lock of each key (keys not locked are ignored); never fails. */
+void lmc_l2_unlock_keys(lmc_keymap *locks, const lmc_object_key *keys, size_t n);
 
 /* ------------------------------------------------------------------ */
 /* fs on-disk names (fs.c)                                              */

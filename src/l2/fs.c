@@ -39,9 +39,6 @@
 #define DIRECT_ALIGN 4096u
 #define GIB (1024.0 * 1024.0 * 1024.0)
 
-/* Counts and sizes live in the keymap's value pointers. */
-_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
-
 typedef struct fs_adapter {
     lmc_l2_adapter *base;
     char *base_path; /* no trailing '/' */
@@ -322,22 +319,6 @@ static bool read_file(fs_adapter *fs, const char *path, const lmc_memory_obj *ob
 }
 
 /* ------------------------------------------------------------------ */
-/* Lock counts and tracked sizes (caller holds fs->lock)                */
-/* ------------------------------------------------------------------ */
-
-static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
-{
-    void **slot = lmc_keymap_get(m, key);
-    *present = slot != NULL;
-    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
-}
-
-static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
-{
-    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
-}
-
-/* ------------------------------------------------------------------ */
 /* The worker's tasks                                                   */
 /* ------------------------------------------------------------------ */
 
@@ -384,8 +365,8 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
         if (fs->capacity > 0) {
             bool tracked;
             pthread_mutex_lock(&fs->lock);
-            map_get(fs->sizes, &key, &tracked);
-            lmc_status ps = tracked ? LMC_OK : map_put(fs->sizes, &key, size);
+            lmc_l2_count_get(fs->sizes, &key, &tracked);
+            lmc_status ps = tracked ? LMC_OK : lmc_l2_count_put(fs->sizes, &key, size);
             pthread_mutex_unlock(&fs->lock);
             report = !tracked && ps == LMC_OK;
             if (ps != LMC_OK)
@@ -415,14 +396,7 @@ static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
     }
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&fs->lock);
-    for (size_t i = 0; i < t->n; i++) {
-        if (!lmc_bitmap_test(&t->bitmap, i))
-            continue;
-        bool present;
-        uint64_t count = map_get(fs->locks, &t->keys[i], &present);
-        if (map_put(fs->locks, &t->keys[i], count + 1) != LMC_OK)
-            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
-    }
+    lmc_l2_lock_hits(fs->locks, t);
     pthread_mutex_unlock(&fs->lock);
     lmc_l2_task_complete(fs->base, t);
     return true;
@@ -458,16 +432,7 @@ static void fs_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
 {
     fs_adapter *fs = impl;
     pthread_mutex_lock(&fs->lock);
-    for (size_t i = 0; i < n; i++) {
-        bool present;
-        uint64_t count = map_get(fs->locks, &keys[i], &present);
-        if (!present)
-            continue;
-        if (count <= 1)
-            lmc_keymap_remove(fs->locks, &keys[i], NULL);
-        else
-            map_put(fs->locks, &keys[i], count - 1); /* replacing never allocates */
-    }
+    lmc_l2_unlock_keys(fs->locks, keys, n);
     pthread_mutex_unlock(&fs->lock);
 }
 
@@ -485,11 +450,11 @@ static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     pthread_mutex_lock(&fs->lock);
     for (size_t i = 0; i < n; i++) {
         bool present;
-        if (map_get(fs->locks, &keys[i], &present) > 0)
+        if (lmc_l2_count_get(fs->locks, &keys[i], &present) > 0)
             continue; /* a lookup holds it for a coming load */
         uint64_t size = 0;
         if (fs->capacity > 0) {
-            size = map_get(fs->sizes, &keys[i], &present);
+            size = lmc_l2_count_get(fs->sizes, &keys[i], &present);
             if (!present)
                 continue; /* never accounted, so never ours to evict */
             lmc_keymap_remove(fs->sizes, &keys[i], NULL);
@@ -513,7 +478,7 @@ static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
             LMC_WARN(COMPONENT, "delete of '%s' failed: %s", path, strerror(errno));
             if (fs->capacity > 0) {
                 pthread_mutex_lock(&fs->lock);
-                if (map_put(fs->sizes, &victims[i], sizes[i]) != LMC_OK)
+                if (lmc_l2_count_put(fs->sizes, &victims[i], sizes[i]) != LMC_OK)
                     LMC_ERROR(COMPONENT, "'%s': no longer tracked (out of memory)", path);
                 pthread_mutex_unlock(&fs->lock);
             }
@@ -539,7 +504,7 @@ static void fs_replay_recovered(void *impl, const lmc_l2_listener *l)
     size_t m = 0;
     for (size_t i = 0; keys != NULL && sizes != NULL && i < n; i++) {
         bool present;
-        uint64_t size = map_get(fs->sizes, &fs->recovered.keys[i], &present);
+        uint64_t size = lmc_l2_count_get(fs->sizes, &fs->recovered.keys[i], &present);
         if (!present)
             continue; /* evicted since */
         keys[m] = fs->recovered.keys[i];
@@ -676,7 +641,7 @@ static void recover(fs_adapter *fs)
             fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         bool tracked;
-        map_get(fs->sizes, &key, &tracked);
+        lmc_l2_count_get(fs->sizes, &key, &tracked);
         if (tracked)
             continue;
         if (fs->recovered.len == cap) {
@@ -689,7 +654,7 @@ static void recover(fs_adapter *fs)
         }
         if (lmc_keyvec_push(&fs->recovered, &key) != LMC_OK)
             break;
-        if (map_put(fs->sizes, &key, (uint64_t)st.st_size) != LMC_OK) {
+        if (lmc_l2_count_put(fs->sizes, &key, (uint64_t)st.st_size) != LMC_OK) {
             fs->recovered.len--;
             break;
         }

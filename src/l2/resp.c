@@ -68,8 +68,6 @@
 #define WINDOW_BYTES (8u << 20) /* ... or this many value bytes, whichever comes first */
 #define NAME_STACK 512
 
-_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
-
 typedef struct resp_conn {
     redisContext *c;
     uint64_t backoff_ms;  /* the next retry delay */
@@ -192,18 +190,6 @@ static char *key_name(const resp_adapter *r, const lmc_object_key *key, char *bu
     *len = r->prefix_len + n - 5; /* without ".data" */
     out[*len] = '\0';
     return out;
-}
-
-static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
-{
-    void **slot = lmc_keymap_get(m, key);
-    *present = slot != NULL;
-    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
-}
-
-static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
-{
-    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -471,7 +457,7 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
     if (r->capacity > 0 && nn > 0) {
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < nn; i++) {
-            if (map_put(r->sizes, &t->keys[i], t->sizes[i]) != LMC_OK)
+            if (lmc_l2_count_put(r->sizes, &t->keys[i], t->sizes[i]) != LMC_OK)
                 LMC_ERROR(COMPONENT, "store: a key is not tracked for eviction (out of memory)");
         }
         pthread_mutex_unlock(&r->lock);
@@ -513,14 +499,7 @@ static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
         clear_all(t); /* a broken task reports nothing found, not half an answer */
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < t->n; i++) {
-        if (!lmc_bitmap_test(&t->bitmap, i))
-            continue;
-        bool present;
-        uint64_t count = map_get(r->locks, &t->keys[i], &present);
-        if (map_put(r->locks, &t->keys[i], count + 1) != LMC_OK)
-            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
-    }
+    lmc_l2_lock_hits(r->locks, t);
     pthread_mutex_unlock(&r->lock);
     lmc_l2_task_complete(r->base, t);
     return conn_kept(r, cn);
@@ -596,16 +575,7 @@ static void resp_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
 {
     resp_adapter *r = impl;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < n; i++) {
-        bool present;
-        uint64_t count = map_get(r->locks, &keys[i], &present);
-        if (!present)
-            continue;
-        if (count <= 1)
-            lmc_keymap_remove(r->locks, &keys[i], NULL);
-        else
-            map_put(r->locks, &keys[i], count - 1); /* replacing never allocates */
-    }
+    lmc_l2_unlock_keys(r->locks, keys, n);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -660,10 +630,10 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         bool present;
-        if (map_get(r->locks, &keys[i], &present) > 0)
+        if (lmc_l2_count_get(r->locks, &keys[i], &present) > 0)
             continue; /* a lookup holds it for a coming load */
         if (!untracked) {
-            sizes[m] = map_get(r->sizes, &keys[i], &present);
+            sizes[m] = lmc_l2_count_get(r->sizes, &keys[i], &present);
             if (!present)
                 continue; /* not written by this process: not ours to evict */
             lmc_keymap_remove(r->sizes, &keys[i], NULL);
@@ -706,7 +676,7 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
             victims[d] = key;
             sizes[d] = sizes[i];
             d++;
-        } else if (!untracked && map_put(r->sizes, &key, sizes[i]) != LMC_OK) {
+        } else if (!untracked && lmc_l2_count_put(r->sizes, &key, sizes[i]) != LMC_OK) {
             LMC_ERROR(COMPONENT, "delete: a key is no longer tracked (out of memory)");
         }
     }
