@@ -74,8 +74,8 @@ static int write_trace(const char *path, size_t n, double gap, size_t distinct)
             uint8_t hash[32] = {0};
             uint64_t v = pair * NKEYS + k;
             memcpy(hash, &v, sizeof(v));
-            lmc_object_key_make(&keys[k], hash, sizeof(hash), "meta-llama/Llama-3.1-8B",
-                                0x01000100, 0, "", NULL);
+            lmc_object_key_make(&keys[k], hash, sizeof(hash), "meta-llama/Llama-3.1-8B", 0x01000100,
+                                0, "", NULL);
             items[k] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[k]};
         }
         lmc_trace_arg args[3] = {
@@ -86,8 +86,8 @@ static int write_trace(const char *path, size_t n, double gap, size_t distinct)
         bool reserve = i % 2 == 0;
         const char *q = reserve ? P "reserve_write" : P "finish_write";
         double t = (double)i * gap;
-        if (lmc_trace_encode_record(&buf, t, 1767225600.0 + t, q, strlen(q), args,
-                                    reserve ? 3 : 1, NULL) != LMC_OK)
+        if (lmc_trace_encode_record(&buf, t, 1767225600.0 + t, q, strlen(q), args, reserve ? 3 : 1,
+                                    NULL) != LMC_OK)
             rc = -1;
         if (buf.size >= (1u << 20)) {
             if (fwrite(buf.data, 1, buf.size, f) != buf.size)
@@ -167,8 +167,10 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
     char path[512];
     int rc = 0;
 
-    /* 1. trace info over 1,000,000 records (100,000 with --quick). */
-    size_t n_info = ctx->scale < 1.0 ? 100000 : 1000000;
+    /* 1. trace info over 1,000,000 records (fewer, at least 10,000, in a quick run). */
+    size_t n_info = (size_t)(1000000 * ctx->scale);
+    if (n_info < 10000)
+        n_info = 10000;
     scratch_path(path, sizeof(path), "info");
     if (write_trace(path, n_info, 1e-6, 4096) != 0) {
         lmc_bench_note(ctx, "info_records_per_s", "cannot write the scratch trace");
@@ -176,8 +178,7 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
     } else {
         for (int r = 0; r < reps; r++)
             v[r] = info_pass(path);
-        lmc_bench_report(ctx, "info_records_per_s", lmc_bench_median(v, (size_t)reps),
-                         "records/s");
+        lmc_bench_report(ctx, "info_records_per_s", lmc_bench_median(v, (size_t)reps), "records/s");
     }
     unlink(path);
 

@@ -30,19 +30,18 @@
  * 127.0.0.1 port; trace files go to /dev/shm (or /tmp) and are removed.
  * Every client call has a 10 s timeout, so no wait is unbounded.
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/net.h"
+#include "core/samples.h"
 #include "lmcache/client.h"
 #include "server/server.h"
 
@@ -71,23 +70,6 @@ typedef struct bench_server {
     pthread_t thread;
     char trace_path[128]; /* "" when tracing is off */
 } bench_server;
-
-/* A port the kernel just handed out for 127.0.0.1 (0 if none). */
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    int port = 0;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
 
 static void *server_thread(void *arg)
 {
@@ -123,8 +105,7 @@ static bool server_start(bench_server *b, int workers, const char *l1_gb, bool t
     /* The port can be taken between free_port and the bind: try a few. */
     lmc_status st = LMC_ERR_IO;
     for (int attempt = 0; attempt < 5 && st != LMC_OK; attempt++) {
-        b->cfg.port = free_port();
-        if (b->cfg.port == 0)
+        if (lmc_net_free_loopback_port(&b->cfg.port, &err) != LMC_OK)
             continue;
         st = lmc_server_create(&b->cfg, &b->s, &err);
     }
@@ -197,20 +178,6 @@ static bool report_err(const char *what, const lmc_error *err)
     return false;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* The p-quantile (nearest rank) of n > 0 values; sorts v. */
-static double percentile(double *v, size_t n, double p)
-{
-    qsort(v, n, sizeof(*v), cmp_double);
-    size_t i = (size_t)(p * (double)(n - 1) + 0.5);
-    return v[i < n ? i : n - 1];
-}
-
 /* ---------------------------------------------------------------------- */
 /* Lookup round trip                                                       */
 /* ---------------------------------------------------------------------- */
@@ -242,8 +209,9 @@ static bool lookup_rtt(lmc_client *c, const uint32_t *tokens, size_t iters, int 
             return report_err("free_lookup_locks", &err);
         }
     }
-    *p50 = percentile(us, iters, 0.50);
-    *p99 = percentile(us, iters, 0.99);
+    lmc_sort_doubles(us, iters);
+    *p50 = lmc_percentile(us, iters, 50);
+    *p99 = lmc_percentile(us, iters, 99);
     free(us);
     return true;
 }
@@ -265,7 +233,8 @@ static bool ping_rtt(lmc_client *c, size_t iters, double *p50)
         if (i >= warm)
             us[i - warm] = (double)(lmc_mono_ns() - t0) / 1e3;
     }
-    *p50 = percentile(us, iters, 0.50);
+    lmc_sort_doubles(us, iters);
+    *p50 = lmc_percentile(us, iters, 50);
     free(us);
     return true;
 }

@@ -14,14 +14,13 @@
  *
  *   resp_store_gbps / resp_load_gbps   GB/s (1e9 bytes) of "resp" L2 adapter
  *                              store and load tasks (64 objects x 256 KiB
- *                              each, 4 tasks in flight) against a private
+ *                              each, 4 with --quick; 4 tasks in flight) against a private
  *                              redis-server child on a free loopback port,
  *                              started here and killed at the end (a note
  *                              instead when redis-server is not installed).
  */
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -29,13 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
 #include "core/json.h"
+#include "core/net.h"
 #include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "storage/config.h"
@@ -131,9 +130,10 @@ static double bench_prefetch_hit(lmc_storage_manager *sm, size_t iters, double o
         uint64_t t0 = lmc_mono_ns();
         lmc_sm_submit_prefetch_task(sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX, &h,
                                     NULL);
-        lmc_sm_query_prefetch_status(sm, &h, &bm);
+        lmc_status st = lmc_sm_query_prefetch_status(sm, &h, &bm);
         total += lmc_mono_ns() - t0;
-        lmc_bitmap_free(&bm);
+        if (st == LMC_OK)
+            lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);
         lmc_sm_finish_read_prefetched(sm, keys, NKEYS, 0, NULL);
     }
@@ -187,7 +187,7 @@ static void *cycle_worker(void *arg)
         lmc_bitmap bm;
         lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX,
                                     &h, NULL);
-        if (lmc_sm_query_prefetch_status(w->sm, &h, &bm))
+        if (lmc_sm_query_prefetch_status(w->sm, &h, &bm) == LMC_OK)
             lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);
         lmc_sm_read_ctx ctx;
@@ -225,21 +225,6 @@ static double bench_cycles_2threads(lmc_storage_manager *sm, double seconds)
 #define RESP_KEYS 64u
 #define RESP_TASKS 4u
 
-static int free_loopback_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-}
-
 static redisContext *redis_connect(int port)
 {
     struct timeval tv = {1, 0};
@@ -269,8 +254,7 @@ static bool redis_cmd_ok(int port, const char *cmd)
 /* A redis-server child that dies with us (PR_SET_PDEATHSIG); -1 when it does not answer. */
 static pid_t start_redis(int *port)
 {
-    *port = free_loopback_port();
-    if (*port <= 0)
+    if (lmc_net_free_loopback_port(port, NULL) != LMC_OK)
         return -1;
     char port_s[16];
     snprintf(port_s, sizeof(port_s), "%d", *port);
@@ -311,9 +295,9 @@ static void stop_redis(pid_t pid)
     waitpid(pid, NULL, 0);
 }
 
-/* Submit RESP_TASKS store (or load) tasks and wait for all; GB/s, or -1 on a failure. */
+/* Submit RESP_TASKS store (or load) tasks of nk keys each and wait for all; GB/s, or -1. */
 static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *keys,
-                         lmc_memory_obj *objs)
+                         lmc_memory_obj *objs, size_t nk)
 {
     uint64_t ids[RESP_TASKS];
     size_t done = 0;
@@ -321,10 +305,8 @@ static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *key
     uint64_t t0 = lmc_mono_ns();
     for (size_t t = 0; t < RESP_TASKS; t++) {
         lmc_status st =
-            load ? lmc_l2_adapter_submit_load(a, &keys[t * RESP_KEYS], &objs[t * RESP_KEYS],
-                                              RESP_KEYS, &ids[t])
-                 : lmc_l2_adapter_submit_store(a, &keys[t * RESP_KEYS], &objs[t * RESP_KEYS],
-                                               RESP_KEYS, &ids[t]);
+            load ? lmc_l2_adapter_submit_load(a, &keys[t * nk], &objs[t * nk], nk, &ids[t])
+                 : lmc_l2_adapter_submit_store(a, &keys[t * nk], &objs[t * nk], nk, &ids[t]);
         if (st != LMC_OK)
             return -1;
     }
@@ -349,7 +331,7 @@ static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *key
             if (taken[t] || !lmc_l2_adapter_take_load_result(a, ids[t], &bm))
                 continue;
             taken[t] = true;
-            ok = ok && lmc_bitmap_count_leading_ones(&bm) == RESP_KEYS;
+            ok = ok && lmc_bitmap_count_leading_ones(&bm) == nk;
             lmc_bitmap_free(&bm);
             done++;
         }
@@ -357,7 +339,7 @@ static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *key
     double secs = (double)(lmc_mono_ns() - t0) / 1e9;
     if (!ok || done < RESP_TASKS)
         return -1;
-    return (double)RESP_TASKS * RESP_KEYS * RESP_OBJ / secs / 1e9;
+    return (double)RESP_TASKS * (double)nk * RESP_OBJ / secs / 1e9;
 }
 
 static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v)
@@ -371,11 +353,14 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
         lmc_bench_note(ctx, "resp_load_gbps", why);
         return;
     }
-    size_t nobj = RESP_TASKS * RESP_KEYS;
+    /* RESP_KEYS per task; fewer in a quick run (the shape stays, the volume shrinks). */
+    size_t nk = (size_t)(RESP_KEYS * ctx->scale);
+    nk = nk < 4 ? 4 : nk > RESP_KEYS ? RESP_KEYS : nk;
+    size_t nobj = RESP_TASKS * nk;
     lmc_object_key *keys = calloc(nobj, sizeof(*keys));
     lmc_memory_obj *src = calloc(nobj, sizeof(*src));
     lmc_memory_obj *dst = calloc(nobj, sizeof(*dst));
-    uint8_t *src_buf = malloc(RESP_OBJ * RESP_KEYS); /* shared by the tasks: only keys differ */
+    uint8_t *src_buf = malloc(RESP_OBJ * nk); /* shared by the tasks: only keys differ */
     uint8_t *dst_buf = malloc((size_t)RESP_OBJ * nobj);
     char json[128];
     snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}", port,
@@ -390,18 +375,18 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
         lmc_bench_note(ctx, "resp_load_gbps", "could not set up the resp adapter");
         goto out;
     }
-    for (size_t i = 0; i < RESP_OBJ * RESP_KEYS; i++)
+    for (size_t i = 0; i < RESP_OBJ * nk; i++)
         src_buf[i] = (uint8_t)(i * 131u);
     make_keys(keys, nobj, 5000000);
     for (size_t i = 0; i < nobj; i++) {
-        src[i] = (lmc_memory_obj){src_buf + (i % RESP_KEYS) * RESP_OBJ, RESP_OBJ, RESP_OBJ, 0};
+        src[i] = (lmc_memory_obj){src_buf + (i % nk) * RESP_OBJ, RESP_OBJ, RESP_OBJ, 0};
         dst[i] = (lmc_memory_obj){dst_buf + i * RESP_OBJ, RESP_OBJ, RESP_OBJ, 0};
     }
     /* One untimed round first (connections warm, Redis's allocator grown). */
     for (int r = -1; r < ctx->repeats; r++) {
         redis_cmd_ok(port, "FLUSHALL"); /* SET NX of a present key would write nothing */
-        double s = resp_round(a, false, keys, src);
-        double l = resp_round(a, true, keys, dst);
+        double s = resp_round(a, false, keys, src, nk);
+        double l = resp_round(a, true, keys, dst, nk);
         if (r >= 0) {
             store_v[r] = s;
             load_v[r] = l;
@@ -409,8 +394,7 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
     }
     lmc_bench_report(ctx, "resp_store_gbps", lmc_bench_median(store_v, (size_t)ctx->repeats),
                      "GB/s");
-    lmc_bench_report(ctx, "resp_load_gbps", lmc_bench_median(load_v, (size_t)ctx->repeats),
-                     "GB/s");
+    lmc_bench_report(ctx, "resp_load_gbps", lmc_bench_median(load_v, (size_t)ctx->repeats), "GB/s");
 out:
     lmc_l2_adapter_destroy(a);
     lmc_json_free(cfg);

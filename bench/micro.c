@@ -7,6 +7,7 @@
 
 #include "bench.h"
 #include "core/log.h"
+#include "core/samples.h"
 
 typedef struct group {
     const char *name;
@@ -19,8 +20,7 @@ static const group groups[] = {
      lmc_bench_group_sm},
     {"trace", "trace capture: gate off, caller cost on, recorder drain, vs an LTTng-UST event",
      lmc_bench_group_trace},
-    {"replay", "trace info pass, replay loop overhead and pacing lateness",
-     lmc_bench_group_replay},
+    {"replay", "trace info pass, replay loop overhead and pacing lateness", lmc_bench_group_replay},
     {"server",
      "in-process server over loopback: lookup round trip, store/retrieve GB/s, "
      "2-client cycles, tracing cost",
@@ -28,20 +28,27 @@ static const group groups[] = {
 };
 #define NGROUPS (sizeof(groups) / sizeof(groups[0]))
 
+/* --quick: each group's work multiplier and repeats (the e2e tests run every group so). */
+#define QUICK_SCALE 0.01
+#define QUICK_REPEATS 2
+
 static void usage(FILE *out)
 {
-    fprintf(out, "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
-                 "[GROUP...]\n\n"
-                 "Micro-benchmarks; each metric is measured N times (default 5) and the median "
-                 "is\nreported. With --json, one object per line:\n"
-                 "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
-                 "groups (all when none is named):\n");
+    fprintf(out,
+            "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
+            "[GROUP...]\n\n"
+            "Micro-benchmarks; each metric is measured N times (default 5) and the median "
+            "is\nreported. With --json, one object per line:\n"
+            "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
+            "--quick runs tiny iteration counts (%d repeats; a few seconds for all groups)\n"
+            "with the same metrics and output: a smoke test, not figures to quote.\n\n"
+            "groups (all when none is named):\n",
+            QUICK_REPEATS);
     for (size_t i = 0; i < NGROUPS; i++)
         fprintf(out, "  %-8s %s\n", groups[i].name, groups[i].summary);
 }
 
-void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value,
-                      const char *unit)
+void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value, const char *unit)
 {
     if (ctx->json)
         printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
@@ -61,17 +68,11 @@ void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *wh
     fflush(stdout);
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double lmc_bench_median(double *v, size_t n)
 {
     if (n == 0)
         return 0.0;
-    qsort(v, n, sizeof(*v), cmp_double);
+    lmc_sort_doubles(v, n);
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
 }
 
@@ -88,8 +89,8 @@ int lmc_bench_micro_main(int argc, char **argv)
         } else if (strcmp(a, "--json") == 0) {
             ctx.json = true;
         } else if (strcmp(a, "--quick") == 0) {
-            ctx.scale = 0.1;
-            ctx.repeats = 3;
+            ctx.scale = QUICK_SCALE;
+            ctx.repeats = QUICK_REPEATS;
         } else if (strcmp(a, "--repeats") == 0) {
             char *end;
             long r = i + 1 < argc ? strtol(argv[i + 1], &end, 10) : 0;

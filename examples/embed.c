@@ -50,14 +50,21 @@ static lmc_status build_config(lmc_sm_config *cfg, int argc, char **argv, lmc_er
     return lmc_sm_config_finish(cfg, err);
 }
 
-/* Poll until the prefetch has its answer (at once when every key is in L1). */
+/*
+ * Poll until the prefetch has its answer (at once when every key is in L1):
+ * LMC_ERR_BUSY means the L2 part still runs, and out of memory keeps the
+ * answer for a later poll, so both are retried; anything else is final.
+ */
 static lmc_status wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h,
                                 lmc_bitmap *found, lmc_error *err)
 {
     const struct timespec ms = {0, 1000 * 1000};
     for (int tries = 0; tries < 10000; tries++) {
-        if (lmc_sm_query_prefetch_status(sm, h, found))
+        lmc_status st = lmc_sm_query_prefetch_status(sm, h, found);
+        if (st == LMC_OK)
             return LMC_OK;
+        if (st != LMC_ERR_BUSY && st != LMC_ERR_NOMEM)
+            return lmc_error_set(err, st, "prefetch: %s", lmc_status_str(st));
         nanosleep(&ms, NULL);
     }
     return lmc_error_set(err, LMC_ERR_TIMEOUT, "prefetch: no answer after 10 s");

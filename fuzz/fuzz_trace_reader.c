@@ -61,9 +61,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         double t;
         const char *q;
         size_t qlen;
+        int64_t v;
         for (int i = 0; i < MAX_RECORDS && lmc_trace_reader_next_peek(r, &t, &q, &qlen) == LMC_OK;
              i++)
-            (void)lmc_trace_reader_peek_int_arg(r, "dropped_count");
+            (void)lmc_trace_reader_peek_int_arg(r, "dropped_count", &v);
         lmc_trace_reader_close(r);
     }
     uint64_t n;

@@ -83,14 +83,20 @@ lmc_status lmc_sm_submit_prefetch_task(lmc_storage_manager *sm, const lmc_object
                                        lmc_error *err);
 
 /*
- * The found-key bitmap (size total_requested_keys) into *out, or false
- * while the L2 part still runs. The L2 result is consumed: for a handle
- * with an L2 request this returns true once and false afterwards (like
- * LMCache's None); a handle without one (id -1) may be queried again. The
- * caller frees *out.
+ * The found-key bitmap (size total_requested_keys) of a prefetch into
+ * *out, which the caller frees. Returns
+ *   LMC_OK             the result is in *out;
+ *   LMC_ERR_BUSY       the L2 part still runs: ask again later;
+ *   LMC_ERR_NOT_FOUND  the L2 result was already collected: it is consumed
+ *                      by the LMC_OK answer, as LMCache answers None after
+ *                      it (a handle without an L2 request, id -1, may be
+ *                      queried again);
+ *   LMC_ERR_NOMEM      no memory for *out; the L2 result stays with the
+ *                      controller, so a later query can still collect it.
+ * *out is set only on LMC_OK.
  */
-bool lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
-                                  lmc_bitmap *out);
+lmc_status lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
+                                        lmc_bitmap *out);
 
 /* L1 hits plus the L2 lookup-phase prefix count; false while unknown. */
 bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,

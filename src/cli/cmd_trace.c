@@ -18,10 +18,10 @@
 
 #include "cli.h"
 #include "core/clock.h"
-#include "core/json.h"
+#include "core/flags.h"
 #include "core/log.h"
 #include "replay/driver.h"
-#include "replay/report.h"
+#include "replay/output.h"
 #include "storage/config.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
@@ -135,7 +135,9 @@ static int cmd_trace_info(int argc, char **argv)
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             has_dropped = true;
-            dropped += lmc_trace_reader_peek_int_arg(rd, "dropped_count");
+            int64_t n;
+            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
+                dropped += (uint64_t)n;
             continue;
         }
         if (t_mono > duration && isfinite(t_mono))
@@ -225,25 +227,6 @@ static void replay_usage(FILE *out)
     lmc_sm_config_print_help(out);
 }
 
-/* The value of a flag given as "--flag value" or "--flag=value". */
-static const char *flag_value(const char *flag, int argc, char **argv, int *i, bool *matched)
-{
-    size_t fl = strlen(flag);
-    *matched = false;
-    if (strncmp(argv[*i], flag, fl) != 0)
-        return NULL;
-    if (argv[*i][fl] == '=') {
-        *matched = true;
-        return argv[*i] + fl + 1;
-    }
-    if (argv[*i][fl] != '\0')
-        return NULL;
-    *matched = true;
-    if (*i + 1 >= argc)
-        return NULL;
-    return argv[++*i];
-}
-
 /* 0 ok, 2 usage error (message printed). */
 static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
 {
@@ -272,19 +255,19 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             a->json = true;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             a->quiet = true;
-        } else if ((v = flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->jsonl_out = v;
-        } else if ((v = flag_value("--output-dir", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--output-dir", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->output_dir = v;
-        } else if ((v = flag_value("--output", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
             if (!v || !*v)
                 goto missing;
             a->output = v;
-        } else if ((v = flag_value("--format", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
             if (strcmp(v, "json") == 0) {
@@ -294,23 +277,18 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                                 "json\n", v);
                 return 2;
             }
-        } else if ((v = flag_value("--time-scale", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
-            char *end;
-            errno = 0;
-            double s = strtod(v, &end);
-            if (*v == '\0' || *end != '\0' || errno == ERANGE) {
-                fprintf(stderr, "lmcache trace replay: --time-scale: '%s' is not a number\n", v);
-                return 2;
-            }
-            if (lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+            double s;
+            if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
+                lmc_replay_check_time_scale(s, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
                 return 2;
             }
             a->time_scale = s;
-        } else if ((v = flag_value("--trace-level", argc, argv, &i, &m)) || m ||
-                   (v = flag_value("--trace-output", argc, argv, &i, &m)) || m) {
+        } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
+                   (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
             LMC_WARN("replay", "%s is ignored: a replay never records", arg);
@@ -363,9 +341,50 @@ static int make_dirs(const char *path)
     return 0;
 }
 
+/*
+ * The outputs the flags ask for, in the order their results are written:
+ * at most --jsonl-out, the CSV, the summary JSON, stdout and --output.
+ */
+#define MAX_OUTPUTS 5
+typedef struct outputs {
+    lmc_replay_output *v[MAX_OUTPUTS];
+    size_t n;
+} outputs;
+
+/*
+ * Open one output of the format called name: to path (NULL: stdout), or
+ * to its default file under dir when path is NULL and dir is not. flag
+ * names the option that gave path. -1 when it cannot (message printed).
+ */
+static int add_output(outputs *o, const char *name, const char *dir, const char *path,
+                      const char *flag)
+{
+    const lmc_replay_output_format *f = lmc_replay_output_find(name);
+    char buf[PATH_MAX];
+    if (path == NULL && dir != NULL) {
+        snprintf(buf, sizeof(buf), "%s/%s", dir, f->default_file);
+        path = buf;
+    }
+    lmc_error err;
+    if (o->n == MAX_OUTPUTS || lmc_replay_output_open(f, path, flag, &o->v[o->n], &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n",
+                o->n == MAX_OUTPUTS ? "too many outputs" : err.msg);
+        return -1;
+    }
+    o->n++;
+    return 0;
+}
+
+static void outputs_destroy(outputs *o)
+{
+    for (size_t i = 0; i < o->n; i++)
+        lmc_replay_output_destroy(o->v[i]);
+    o->n = 0;
+}
+
 typedef struct progress {
     const replay_args *args;
-    FILE *jsonl;
+    outputs *outputs;
     uint64_t n, total;
     bool bar; /* a one-line progress bar on a terminal instead of log lines */
     uint64_t start_ns, last_draw_ns;
@@ -393,12 +412,13 @@ static void draw_bar(progress *p, bool final)
     fflush(stderr);
 }
 
-static void on_record(const char *q, double latency_s, bool failed, bool skipped, void *ud)
+static void on_record(const lmc_replay_record_view *rec, void *ud)
 {
     progress *p = ud;
-    p->n++;
-    double ms = latency_s * 1000.0;
-    const char *status = failed ? "FAIL" : "OK";
+    p->n = rec->index;
+    const char *q = rec->qualname;
+    double ms = rec->latency_s * 1000.0;
+    const char *status = rec->failed ? "FAIL" : "OK";
     if (p->args->verbose)
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)p->n,
                (unsigned long long)p->total, status, ms, q);
@@ -407,16 +427,8 @@ static void on_record(const char *q, double latency_s, bool failed, bool skipped
     else
         LMC_INFO("replay", "[%llu/%llu] %s %s (%.3fms)", (unsigned long long)p->n,
                  (unsigned long long)p->total, status, q, ms);
-    if (p->jsonl) {
-        char f[32];
-        lmc_json_format_float(skipped ? 0.0 : ms, f, sizeof(f));
-        lmc_json *s = lmc_json_string(q);
-        char *qs = s ? lmc_json_dumps(s, 0, -1, NULL) : NULL;
-        fprintf(p->jsonl, "{\"qualname\": %s, \"latency_ms\": %s, \"failed\": %s}\n",
-                qs ? qs : "\"?\"", f, failed ? "true" : "false");
-        free(qs);
-        lmc_json_free(s);
-    }
+    for (size_t i = 0; i < p->outputs->n; i++)
+        lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
 static void print_banner(void)
@@ -436,17 +448,6 @@ static void print_banner(void)
             "    this environment, not necessarily a bug.\n"
             "%s%s%s\n",
             bold, bar, bar, reset, bold, bar, reset);
-}
-
-static int write_text(const char *path, const char *text, const char *what)
-{
-    FILE *f = fopen(path, "w");
-    if (f == NULL || fputs(text, f) == EOF || fclose(f) != 0) {
-        fprintf(stderr, "lmcache trace replay: cannot write %s '%s': %s\n", what, path,
-                strerror(errno));
-        return -1;
-    }
-    return 0;
 }
 
 static int cmd_trace_replay(int argc, char **argv)
@@ -469,7 +470,8 @@ static int cmd_trace_replay(int argc, char **argv)
         return rc;
     }
 
-    progress p = {.args = &a};
+    outputs outs = {0};
+    progress p = {.args = &a, .outputs = &outs};
     lmc_replay_result res;
     memset(&res, 0, sizeof(res));
     rc = 1;
@@ -491,13 +493,16 @@ static int cmd_trace_replay(int argc, char **argv)
                 goto out;
             }
         }
-        p.jsonl = fopen(a.jsonl_out, "w");
-        if (p.jsonl == NULL) {
-            fprintf(stderr, "lmcache trace replay: cannot write --jsonl-out '%s': %s\n",
-                    a.jsonl_out, strerror(errno));
+        if (add_output(&outs, "jsonl", NULL, a.jsonl_out, "--jsonl-out") != 0)
             goto out;
-        }
     }
+    /* The rest write their files at the end, and only when the replay ran. */
+    const char *result = a.format_json ? "json" : "table";
+    if ((!a.no_csv && add_output(&outs, "csv", a.output_dir, NULL, NULL) != 0) ||
+        (a.json && add_output(&outs, "summary-json", a.output_dir, NULL, NULL) != 0) ||
+        (!a.quiet && add_output(&outs, result, NULL, NULL, NULL) != 0) ||
+        (a.output && add_output(&outs, result, NULL, a.output, "--output") != 0))
+        goto out;
     lmc_error err;
     if (lmc_trace_count_records(a.path, &p.total, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
@@ -516,59 +521,21 @@ static int cmd_trace_replay(int argc, char **argv)
     }
     if (p.bar)
         draw_bar(&p, true);
-    if (p.jsonl) {
-        fclose(p.jsonl);
-        p.jsonl = NULL;
-    }
 
-    char path[PATH_MAX];
     rc = 0;
-    if (!a.no_csv) {
-        snprintf(path, sizeof(path), "%s/trace_replay_ops.csv", a.output_dir);
-        if (lmc_replay_stats_write_csv(res.stats, path, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-            rc = 1;
-        } else {
-            LMC_INFO("replay", "CSV written to %s", path);
-        }
-    }
-    if (a.json) {
-        snprintf(path, sizeof(path), "%s/trace_replay_summary.json", a.output_dir);
-        if (lmc_replay_stats_write_json(res.stats, path, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-            rc = 1;
-        } else {
-            LMC_INFO("replay", "JSON written to %s", path);
-        }
-    }
-
-    lmc_op_stats *ops = NULL;
-    size_t n_ops = lmc_replay_stats_summary(res.stats, &ops);
-    lmc_replay_summary sum = {
-        .level = res.level,
-        .replayed = res.replayed,
-        .skipped = res.skipped,
-        .failed = res.failed,
-        .duration_s = lmc_replay_stats_duration_s(res.stats),
-        .header_digest = res.header_digest,
-        .replay_digest = res.replay_digest,
-        .time_scale = a.time_scale,
-        .lateness = lmc_replay_stats_lateness(res.stats),
-        .ops = ops,
-        .n_ops = n_ops,
-    };
-    char *text = a.format_json ? lmc_replay_report_json(&sum) : lmc_replay_report_table(&sum);
-    if (text == NULL) {
+    lmc_replay_summary sum;
+    if (lmc_replay_summary_init(&sum, &res, a.time_scale) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: out of memory\n");
         rc = 1;
     } else {
-        if (!a.quiet)
-            fputs(text, stdout);
-        if (a.output && write_text(a.output, text, "--output") != 0)
-            rc = 1;
-        free(text);
+        for (size_t i = 0; i < outs.n; i++) {
+            if (lmc_replay_output_finish(outs.v[i], &sum, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+                rc = 1;
+            }
+        }
+        lmc_replay_summary_free(&sum);
     }
-    lmc_replay_stats_free_summary(ops, n_ops);
     if (res.recorder_dropped > 0)
         fprintf(stderr, "lmcache trace replay: note: the recorder dropped %llu record(s) while "
                         "writing this trace\n", (unsigned long long)res.recorder_dropped);
@@ -576,8 +543,7 @@ static int cmd_trace_replay(int argc, char **argv)
         rc = 1;
 
 out:
-    if (p.jsonl)
-        fclose(p.jsonl);
+    outputs_destroy(&outs);
     lmc_replay_result_free(&res);
     lmc_sm_config_free(&cfg);
     return rc;

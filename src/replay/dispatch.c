@@ -16,11 +16,10 @@
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "trace/capture.h"
 #include "trace/codec.h"
+#include "trace/ops.h"
 
 #define LOG_COMP "replay"
-#define P LMC_TRACE_QUALNAME_PREFIX
 
 /* ---------------------------------------------------------------------- */
 /* Dispatcher                                                              */
@@ -86,13 +85,10 @@ bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname)
     return find(d, qualname) != NULL;
 }
 
-size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out)
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char **out, size_t cap)
 {
-    *out = d->n ? malloc(d->n * sizeof(**out)) : NULL;
-    if (*out == NULL)
-        return 0;
-    for (size_t i = 0; i < d->n; i++)
-        (*out)[i] = d->entries[i].qualname;
+    for (size_t i = 0; i < d->n && i < cap; i++)
+        out[i] = d->entries[i].qualname;
     return d->n;
 }
 
@@ -112,12 +108,9 @@ lmc_dispatcher *lmc_dispatcher_default(void)
         lmc_trace_op op;
         lmc_replay_handler h;
     } table[] = {
-        {LMC_TRACE_OP_RESERVE_WRITE, lmc_replay_reserve_write},
-        {LMC_TRACE_OP_FINISH_WRITE, lmc_replay_finish_write},
-        {LMC_TRACE_OP_SUBMIT_PREFETCH, lmc_replay_submit_prefetch},
-        {LMC_TRACE_OP_FINISH_READ, lmc_replay_finish_read},
-        {LMC_TRACE_OP_READ_ENTER, lmc_replay_read_enter},
-        {LMC_TRACE_OP_READ_EXIT, lmc_replay_read_exit},
+#define LMC_TRACE_OP(ID, name, method, ...) {LMC_TRACE_OP_##ID, lmc_replay_##name},
+#include "trace/ops.def"
+#undef LMC_TRACE_OP
     };
     lmc_dispatcher *d = lmc_dispatcher_create();
     if (d == NULL)
@@ -217,11 +210,15 @@ size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
     size_t kept = 0;
     for (size_t i = 0; i < ctx->n_prefetches; i++) {
         lmc_bitmap bm;
-        if (lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm)) {
+        lmc_status st = lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm);
+        if (st == LMC_OK)
             lmc_bitmap_free(&bm);
-            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
-        } else {
+        /* BUSY, or NOMEM with the result kept for the next poll: keep the handle.
+         * NOT_FOUND (collected already) cannot change any more: drop it. */
+        if (st == LMC_ERR_BUSY || st == LMC_ERR_NOMEM) {
             ctx->prefetches[kept++] = ctx->prefetches[i];
+        } else {
+            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
         }
     }
     ctx->n_prefetches = kept;

@@ -7,7 +7,8 @@
  * enter/exit pairs pair up as they were recorded), and the prefetch handles
  * whose results are still to be collected.
  *
- * The default table has exactly six handlers, one per traced qualname. A
+ * The default table has one handler per traced op (trace/ops.def), six
+ * today, registered under the op's qualname. A
  * handler fails (and the record is counted as failed) only when the
  * record's arguments are unusable: a missing or mistyped argument, an
  * unknown mode. Per-key outcomes of the StorageManager are not failures,
@@ -37,14 +38,19 @@ void lmc_dispatcher_destroy(lmc_dispatcher *d);
 lmc_status lmc_dispatcher_register(lmc_dispatcher *d, const char *qualname, lmc_replay_handler h,
                                    lmc_error *err);
 bool lmc_dispatcher_has(const lmc_dispatcher *d, const char *qualname);
-/* The registered qualnames (a fresh malloc'd array of borrowed strings; caller frees it). */
-size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char ***out);
+/*
+ * How many qualnames are registered (0: none), in registration order;
+ * the first min(that, cap) of them go to out[] (borrowed, valid until the
+ * dispatcher is destroyed). Nothing is allocated, so this cannot fail:
+ * call with cap 0 for the count, then with an array that size.
+ */
+size_t lmc_dispatcher_qualnames(const lmc_dispatcher *d, const char **out, size_t cap);
 /* LMC_ERR_NOT_FOUND "no handler for qualname '<q>'" when none is registered. */
 lmc_status lmc_dispatcher_dispatch(const lmc_dispatcher *d, const char *qualname,
                                    lmc_replay_ctx *ctx, const lmc_trace_record *rec,
                                    lmc_error *err);
 
-/* The six LMCache qualnames with their handlers. NULL on OOM. */
+/* Every traced op's qualname with its handler lmc_replay_<name>. NULL on OOM. */
 lmc_dispatcher *lmc_dispatcher_default(void);
 
 lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm);
@@ -66,18 +72,15 @@ size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx);
 /* Wait up to timeout_ms for every pending prefetch; returns how many were left. */
 size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms);
 
-/* The individual handlers (for tests and custom dispatchers). */
-lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                    lmc_error *err);
-lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                   lmc_error *err);
-lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                      lmc_error *err);
-lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                  lmc_error *err);
-lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                 lmc_error *err);
-lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                lmc_error *err);
+/*
+ * The default handlers, one per traced op (for tests and custom
+ * dispatchers): lmc_replay_<name> for each row of trace/ops.def, i.e.
+ * lmc_replay_reserve_write, _finish_write, _submit_prefetch, _finish_read,
+ * _read_enter and _read_exit.
+ */
+#define LMC_TRACE_OP(ID, name, method, ...)                                                        \
+    lmc_status lmc_replay_##name(lmc_replay_ctx *ctx, const lmc_trace_record *rec, lmc_error *err);
+#include "trace/ops.def"
+#undef LMC_TRACE_OP
 
 #endif

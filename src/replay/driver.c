@@ -140,6 +140,7 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
     uint64_t origin = lmc_mono_ns();
+    uint64_t reported = 0;
     lmc_trace_record rec;
     while (lmc_trace_reader_next(rd, &rec) == LMC_OK) {
         double t = rec.t_mono > 0 && isfinite(rec.t_mono) ? rec.t_mono : 0.0;
@@ -152,11 +153,13 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
             continue;
         }
         lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
+        lmc_replay_record_view view = {.index = ++reported, .qualname = rec.qualname};
         if (!lmc_dispatcher_has(d, rec.qualname)) {
             res->skipped++;
             warn_no_handler(&w, rec.qualname);
+            view.failed = view.skipped = true;
             if (opt && opt->on_record)
-                opt->on_record(rec.qualname, 0.0, true, true, opt->ud);
+                opt->on_record(&view, opt->ud);
             continue;
         }
         lmc_error herr;
@@ -172,8 +175,10 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         } else {
             res->replayed++;
         }
+        view.latency_s = lat;
+        view.failed = failed;
         if (opt && opt->on_record)
-            opt->on_record(rec.qualname, lat, failed, false, opt->ud);
+            opt->on_record(&view, opt->ud);
     }
     res->skipped += lmc_trace_reader_malformed(rd);
     res->truncated = lmc_trace_reader_truncated(rd);

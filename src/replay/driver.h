@@ -30,9 +30,21 @@
 #include "replay/dispatch.h"
 #include "replay/stats.h"
 
-/* Called after every record: latency in seconds; skipped records report failed with 0.0. */
-typedef void (*lmc_replay_on_record)(const char *qualname, double latency_s, bool failed,
-                                     bool skipped, void *ud);
+/*
+ * One record as the driver reports it, after its dispatch (or its skip);
+ * what per-record outputs (replay/output.h) and progress displays see.
+ * The dropped-records marker is not reported.
+ */
+typedef struct lmc_replay_record_view {
+    uint64_t index;       /* 1-based, in trace order, over the records reported */
+    const char *qualname; /* valid during the callback only */
+    double latency_s;     /* the handler's run time; 0.0 for a skipped record */
+    bool failed;          /* the handler failed; also true for a skipped record */
+    bool skipped;         /* no handler for the qualname */
+} lmc_replay_record_view;
+
+/* Called after every record reported. */
+typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
 
 typedef struct lmc_replay_options {
     double time_scale;           /* > 0 and finite; 1.0 = recorded speed */

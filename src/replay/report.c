@@ -28,6 +28,7 @@
 
 #include "core/json.h"
 #include "core/strbuf.h"
+#include "replay/output.h"
 
 #define REPORT_TITLE "Trace Replay Result"
 #define REPORT_WIDTH 64
@@ -369,3 +370,14 @@ char *lmc_replay_report_json(const lmc_replay_summary *s)
     report_free(&r);
     return out;
 }
+
+/* The result on stdout or in --output, by --format (replay/output.h). */
+const lmc_replay_output_format lmc_replay_output_table = {
+    .name = "table",
+    .render = lmc_replay_report_table,
+};
+
+const lmc_replay_output_format lmc_replay_output_json = {
+    .name = "json",
+    .render = lmc_replay_report_json,
+};

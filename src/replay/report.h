@@ -20,6 +20,9 @@
  * {"overall": {...}, "ops": {"<short>_count": ...}, "pacing": {...}}} with
  * indent 2.
  *
+ * The two renderings are the "table" and "json" replay outputs
+ * (replay/output.h).
+ *
  * Threads: none.
  */
 #ifndef LMC_REPLAY_REPORT_H
@@ -30,6 +33,10 @@
 
 #include "replay/stats.h"
 
+/*
+ * The whole result of a replay, as every final output renders it (built
+ * once by lmc_replay_summary_init in replay/output.h).
+ */
 typedef struct lmc_replay_summary {
     const char *level;
     uint64_t replayed, skipped, failed;

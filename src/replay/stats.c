@@ -8,14 +8,15 @@
  * alternates between a handful of names, so the scan is usually one step.
  *
  * Threads: any thread may record; one mutex guards everything. Summaries
- * and exports copy the samples under the mutex and sort and sum outside it,
- * so a long summary never stalls the dispatch thread.
+ * copy the samples under the mutex and sort and sum outside it, so a long
+ * summary never stalls the dispatch thread. (The CSV and summary JSON that
+ * render them are replay outputs: output_csv.c, output_summary.c.)
  *
  * Why the arithmetic looks the way it does:
  *   - The mean reproduces Python's statistics.fmean, which is math.fsum
  *     (an exactly rounded sum, Shewchuk's partials as in CPython's
  *     mathmodule.c) divided by n. A naive or merely compensated sum can
- *     differ in the last bit, and the JSON export prints float repr.
+ *     differ in the last bit, and the summary JSON prints float repr.
  *   - total_s reproduces the built-in sum() of CPython 3.12+ (Neumaier
  *     compensation) divided by 1000, which is what _stats.py computes.
  *   - A recording that cannot allocate drops its sample: record() has no
@@ -23,26 +24,16 @@
  */
 #include "replay/stats.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/json.h"
-#include "core/strbuf.h"
-
-typedef struct samples {
-    double *v;
-    size_t n, cap;
-} samples;
+#include "core/samples.h"
 
 typedef struct bucket {
     char *qualname;
-    samples ms;
+    lmc_samples ms;
     uint64_t errors;
 } bucket;
 
@@ -51,41 +42,10 @@ struct lmc_replay_stats {
     bucket *buckets;
     size_t n_buckets, cap_buckets;
     size_t last_hit; /* index of the bucket found last; a hint only */
-    samples late_us;
+    lmc_samples late_us;
     bool has_start, has_end;
     double start_s, end_s;
 };
-
-static bool samples_push(samples *s, double x)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        double *v = realloc(s->v, cap * sizeof(*v));
-        if (v == NULL)
-            return false;
-        s->v = v;
-        s->cap = cap;
-    }
-    s->v[s->n++] = x;
-    return true;
-}
-
-/* A malloc'd copy of n samples (NULL with n == 0 is fine). */
-static double *samples_copy(const samples *s)
-{
-    if (s->n == 0)
-        return NULL;
-    double *v = malloc(s->n * sizeof(*v));
-    if (v != NULL)
-        memcpy(v, s->v, s->n * sizeof(*v));
-    return v;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /*
  * math.fsum: keep non-overlapping partials whose exact sum is the exact
@@ -193,10 +153,10 @@ void lmc_replay_stats_destroy(lmc_replay_stats *s)
         return;
     for (size_t i = 0; i < s->n_buckets; i++) {
         free(s->buckets[i].qualname);
-        free(s->buckets[i].ms.v);
+        lmc_samples_free(&s->buckets[i].ms);
     }
     free(s->buckets);
-    free(s->late_us.v);
+    lmc_samples_free(&s->late_us);
     pthread_mutex_destroy(&s->mu);
     free(s);
 }
@@ -240,7 +200,7 @@ void lmc_replay_stats_record(lmc_replay_stats *s, const char *qualname, double l
         if (failed)
             b->errors++;
         else
-            (void)samples_push(&b->ms, latency_s * 1000.0);
+            (void)lmc_samples_push(&b->ms, latency_s * 1000.0);
     }
     pthread_mutex_unlock(&s->mu);
 }
@@ -252,7 +212,7 @@ void lmc_replay_stats_record_lateness(lmc_replay_stats *s, double late_s)
     if (!(late_s > 0.0)) /* early, on time, or NaN: not late */
         late_s = 0.0;
     pthread_mutex_lock(&s->mu);
-    (void)samples_push(&s->late_us, late_s * 1e6);
+    (void)lmc_samples_push(&s->late_us, late_s * 1e6);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -283,23 +243,6 @@ double lmc_replay_stats_duration_s(lmc_replay_stats *s)
     }
     pthread_mutex_unlock(&s->mu);
     return d;
-}
-
-double lmc_percentile(const double *sorted, size_t n, double p)
-{
-    if (n == 0)
-        return 0.0;
-    if (p <= 0.0)
-        return sorted[0];
-    if (p >= 100.0)
-        return sorted[n - 1];
-    /* p * n first: 7/100.0 rounds up, and ceil((7/100.0)*100) would be 8. */
-    double rank = ceil(p * (double)n / 100.0);
-    if (rank < 1.0)
-        rank = 1.0;
-    if (rank > (double)n)
-        rank = (double)n;
-    return sorted[(size_t)rank - 1];
 }
 
 void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n)
@@ -350,7 +293,7 @@ static bool snapshot_take(lmc_replay_stats *s, snapshot *snap)
                 snap->ops[i].qualname = b->qualname;
                 snap->ops[i].count = b->ms.n;
                 snap->ops[i].error_count = b->errors;
-                snap->ms[i] = samples_copy(&b->ms);
+                snap->ms[i] = lmc_samples_copy(&b->ms);
                 if (b->ms.n > 0 && snap->ms[i] == NULL)
                     ok = false;
             }
@@ -371,7 +314,7 @@ static void op_fill(lmc_op_stats *op, double *ms)
     size_t n = (size_t)op->count;
     if (n == 0)
         return; /* calloc left every latency stat at 0.0 */
-    qsort(ms, n, sizeof(*ms), cmp_double);
+    lmc_sort_doubles(ms, n);
     op->mean_ms = fmean(ms, n);
     op->total_s = compensated_sum(ms, n) / 1000.0;
     op->p50_ms = lmc_percentile(ms, n, 50);
@@ -381,8 +324,7 @@ static void op_fill(lmc_op_stats *op, double *ms)
     op->max_ms = ms[n - 1];
 }
 
-/* Summary into *out, or LMC_ERR_NOMEM. */
-static lmc_status summary_build(lmc_replay_stats *s, lmc_op_stats **out, size_t *n_out)
+lmc_status lmc_replay_stats_summarize(lmc_replay_stats *s, lmc_op_stats **out, size_t *n_out)
 {
     snapshot snap;
     *out = NULL;
@@ -402,7 +344,7 @@ static lmc_status summary_build(lmc_replay_stats *s, lmc_op_stats **out, size_t 
 size_t lmc_replay_stats_summary(lmc_replay_stats *s, lmc_op_stats **out)
 {
     size_t n = 0;
-    if (summary_build(s, out, &n) != LMC_OK)
+    if (lmc_replay_stats_summarize(s, out, &n) != LMC_OK)
         return 0; /* *out is NULL: as if nothing was recorded */
     return n;
 }
@@ -411,174 +353,17 @@ lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s)
 {
     lmc_lateness_stats st = {0};
     pthread_mutex_lock(&s->mu);
-    double *v = samples_copy(&s->late_us);
+    double *v = lmc_samples_copy(&s->late_us);
     size_t n = s->late_us.n;
     pthread_mutex_unlock(&s->mu);
     if (v == NULL)
         return st; /* no samples (or no memory for a copy) */
-    qsort(v, n, sizeof(*v), cmp_double);
+    lmc_sort_doubles(v, n);
     st.count = n;
     st.p50_us = lmc_percentile(v, n, 50);
     st.p99_us = lmc_percentile(v, n, 99);
     st.max_us = v[n - 1];
     st.mean_us = fmean(v, n);
     free(v);
-    return st;
-}
-
-/* ---- exports ---------------------------------------------------------- */
-
-/*
- * One CSV field, Python csv QUOTE_MINIMAL with the default dialect: quote
- * when the field holds the delimiter, the quote character or a character
- * of the "\r\n" line terminator; inner quotes are doubled.
- */
-static void csv_field(lmc_strbuf *b, const char *field)
-{
-    if (strpbrk(field, ",\"\r\n") == NULL) {
-        lmc_strbuf_puts(b, field);
-        return;
-    }
-    lmc_strbuf_append(b, "\"", 1);
-    for (const char *p = field; *p; p++) {
-        if (*p == '"')
-            lmc_strbuf_append(b, "\"\"", 2);
-        else
-            lmc_strbuf_append(b, p, 1);
-    }
-    lmc_strbuf_append(b, "\"", 1);
-}
-
-/* Python's "%.6f" % x: as C, except that a NaN never carries a sign. */
-static void csv_float(lmc_strbuf *b, double x)
-{
-    if (isnan(x))
-        lmc_strbuf_puts(b, ",nan");
-    else
-        lmc_strbuf_printf(b, ",%.6f", x);
-}
-
-static lmc_status write_file(const char *path, const char *data, size_t len, lmc_error *err)
-{
-    FILE *f = fopen(path, "wb");
-    if (f == NULL)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    size_t w = fwrite(data, 1, len, f);
-    int saved = errno;
-    if (w != len) {
-        fclose(f);
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(saved));
-    }
-    if (fclose(f) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    return LMC_OK;
-}
-
-lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc_error *err)
-{
-    lmc_op_stats *ops;
-    size_t n;
-    if (summary_build(s, &ops, &n) != LMC_OK)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "CSV summary '%s': out of memory", path);
-    lmc_strbuf b = {0};
-    lmc_strbuf_puts(&b, "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms\r\n");
-    for (size_t i = 0; i < n; i++) {
-        const lmc_op_stats *o = &ops[i];
-        csv_field(&b, o->qualname);
-        lmc_strbuf_printf(&b, ",%" PRIu64 ",%" PRIu64, o->count, o->error_count);
-        csv_float(&b, o->mean_ms);
-        csv_float(&b, o->p50_ms);
-        csv_float(&b, o->p90_ms);
-        csv_float(&b, o->p99_ms);
-        csv_float(&b, o->min_ms);
-        csv_float(&b, o->max_ms);
-        lmc_strbuf_puts(&b, "\r\n");
-    }
-    lmc_replay_stats_free_summary(ops, n);
-    lmc_status st;
-    if (b.oom)
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "CSV summary '%s': out of memory", path);
-    else
-        st = write_file(path, b.p, b.len, err);
-    free(b.p);
-    return st;
-}
-
-/* Set key on obj; false on any failure (the setter frees v then). */
-static bool jset(lmc_json *obj, const char *key, lmc_json *v)
-{
-    return lmc_json_object_set(obj, key, v) == LMC_OK;
-}
-
-static lmc_json *op_json(const lmc_op_stats *o)
-{
-    lmc_json *v = lmc_json_object();
-    bool ok = jset(v, "count", lmc_json_int((int64_t)o->count));
-    ok &= jset(v, "errors", lmc_json_int((int64_t)o->error_count));
-    ok &= jset(v, "mean_ms", lmc_json_float(o->mean_ms));
-    ok &= jset(v, "p50_ms", lmc_json_float(o->p50_ms));
-    ok &= jset(v, "p90_ms", lmc_json_float(o->p90_ms));
-    ok &= jset(v, "p99_ms", lmc_json_float(o->p99_ms));
-    ok &= jset(v, "min_ms", lmc_json_float(o->min_ms));
-    ok &= jset(v, "max_ms", lmc_json_float(o->max_ms));
-    if (!ok) {
-        lmc_json_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-static lmc_json *lateness_json(const lmc_lateness_stats *l)
-{
-    lmc_json *v = lmc_json_object();
-    bool ok = jset(v, "count", lmc_json_int((int64_t)l->count));
-    ok &= jset(v, "max_us", lmc_json_float(l->max_us));
-    ok &= jset(v, "mean_us", lmc_json_float(l->mean_us));
-    ok &= jset(v, "p50_us", lmc_json_float(l->p50_us));
-    ok &= jset(v, "p99_us", lmc_json_float(l->p99_us));
-    if (!ok) {
-        lmc_json_free(v);
-        return NULL;
-    }
-    return v;
-}
-
-lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lmc_error *err)
-{
-    lmc_op_stats *ops;
-    size_t n;
-    if (summary_build(s, &ops, &n) != LMC_OK)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "JSON summary '%s': out of memory", path);
-    lmc_lateness_stats late = lmc_replay_stats_lateness(s);
-    lmc_json *root = lmc_json_object();
-    lmc_json *jops = lmc_json_object();
-    bool ok = true;
-    for (size_t i = 0; i < n && ok; i++)
-        ok = jset(jops, ops[i].qualname, op_json(&ops[i]));
-    lmc_replay_stats_free_summary(ops, n);
-    if (!ok) {
-        lmc_json_free(jops);
-        jops = NULL;
-    }
-    ok &= jset(root, "duration_s", lmc_json_float(lmc_replay_stats_duration_s(s)));
-    ok &= jset(root, "ops", jops);
-    ok &= jset(root, "lateness", lateness_json(&late));
-    char *text = NULL;
-    size_t len = 0;
-    lmc_status st;
-    if (ok)
-        text = lmc_json_dumps(root, LMC_JSON_SORT_KEYS, 2, &len);
-    lmc_json_free(root);
-    lmc_strbuf b = {0};
-    if (text != NULL) {
-        lmc_strbuf_append(&b, text, len);
-        lmc_strbuf_append(&b, "\n", 1);
-        free(text);
-    }
-    if (text == NULL || b.oom)
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "JSON summary '%s': out of memory", path);
-    else
-        st = write_file(path, b.p, b.len, err);
-    free(b.p);
     return st;
 }

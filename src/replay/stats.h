@@ -5,16 +5,14 @@
  * error count), the start and end marks, and the lateness samples of the
  * paced dispatch (spec/trace-format.md section 7, plus lateness).
  *
- * Percentiles are nearest-rank: rank = ceil(p * N / 100) (multiplying
- * before dividing so whole ranks stay exact), result = sorted[max(rank,1)-1];
- * p <= 0 gives the minimum, p >= 100 the maximum, no samples gives 0. So
- * p50 of 1..100 is 50 and p90 of 1..10 is 9. Failed calls add to the error
+ * Percentiles are nearest-rank (lmc_percentile, core/samples.h, declared
+ * there and reached through this header too). Failed calls add to the error
  * count but contribute no latency sample; a bucket with only errors still
  * appears with zeros. The mean is an exactly rounded sum (like Python's
  * statistics.fmean).
  *
  * Threads: lmc_replay_stats_record is thread-safe (one mutex); summaries
- * and exports take the same mutex.
+ * take the same mutex.
  */
 #ifndef LMC_REPLAY_STATS_H
 #define LMC_REPLAY_STATS_H
@@ -23,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/samples.h" /* lmc_percentile */
 #include "lmcache/status.h"
 
 typedef struct lmc_replay_stats lmc_replay_stats;
@@ -54,32 +53,17 @@ void lmc_replay_stats_mark_end(lmc_replay_stats *s, double wall_s);
 /* max(0, end - start), or 0.0 when a mark is missing. */
 double lmc_replay_stats_duration_s(lmc_replay_stats *s);
 
-/* Nearest-rank percentile of sorted values (see above). */
-double lmc_percentile(const double *sorted, size_t n, double p);
-
 /*
  * A summary per qualname, sorted by qualname: *out is a malloc'd array the
- * caller frees with lmc_replay_stats_free_summary; returns the count.
+ * caller frees with lmc_replay_stats_free_summary (NULL when *n is 0), *n
+ * its length; LMC_ERR_NOMEM (*out NULL, *n 0) when memory runs out.
  */
+lmc_status lmc_replay_stats_summarize(lmc_replay_stats *s, lmc_op_stats **out, size_t *n);
+
+/* The same, returning the count; out of memory looks like no samples (0). */
 size_t lmc_replay_stats_summary(lmc_replay_stats *s, lmc_op_stats **out);
 void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n);
 
 lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s);
-
-/*
- * trace_replay_ops.csv: header row exactly
- * "qualname,count,errors,mean_ms,p50_ms,p90_ms,p99_ms,min_ms,max_ms", one
- * row per qualname sorted by qualname, floats "%.6f", CRLF line endings,
- * fields quoted only when needed (Python csv's default dialect).
- */
-lmc_status lmc_replay_stats_write_csv(lmc_replay_stats *s, const char *path, lmc_error *err);
-
-/*
- * trace_replay_summary.json: json.dump(payload, indent=2, sort_keys=True) +
- * "\n" of {"duration_s": f, "ops": {q: {"count", "errors", "max_ms",
- * "mean_ms", "min_ms", "p50_ms", "p90_ms", "p99_ms"}}}, plus "lateness":
- * {"count", "max_us", "mean_us", "p50_us", "p99_us"} (our addition).
- */
-lmc_status lmc_replay_stats_write_json(lmc_replay_stats *s, const char *path, lmc_error *err);
 
 #endif

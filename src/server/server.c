@@ -569,7 +569,9 @@ static bool collect_prefetch(lmc_server *s, session *x)
     if (!x->has_handle)
         return x->hits_known;
     lmc_bitmap bm;
-    if (!lmc_sm_query_prefetch_status(s->sm, &x->handle, &bm))
+    /* BUSY: not yet. NOMEM: the result stays with the StorageManager, so the
+     * client's next poll collects it. */
+    if (lmc_sm_query_prefetch_status(s->sm, &x->handle, &bm) != LMC_OK)
         return false;
     size_t ws = (size_t)x->world_size;
     size_t lead = lmc_bitmap_count_leading_ones(&bm);

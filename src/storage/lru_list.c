@@ -21,11 +21,6 @@ lmc_status lmc_lru_list_init_pooled(lmc_lru_list *l, lmc_pool *pool)
     return l->index ? LMC_OK : LMC_ERR_NOMEM;
 }
 
-lmc_status lmc_lru_list_init(lmc_lru_list *l)
-{
-    return lmc_lru_list_init_pooled(l, NULL);
-}
-
 static lmc_lru_node *node_alloc(lmc_lru_list *l)
 {
     return l->pool ? lmc_pool_alloc(l->pool) : malloc(sizeof(lmc_lru_node));

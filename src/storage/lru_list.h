@@ -35,13 +35,11 @@ typedef struct lmc_lru_list {
     lmc_pool *pool;     /* where nodes come from; NULL: malloc */
 } lmc_lru_list;
 
-/* An empty list. LMC_ERR_NOMEM when the index cannot be allocated. */
-lmc_status lmc_lru_list_init(lmc_lru_list *l);
-
 /*
- * The same, with nodes taken from pool (owned by the caller, guarded by the
- * same lock as the list, destroyed after the list). Lists that move nodes
- * between them (lmc_lru_list_transfer) must share one pool.
+ * An empty list whose nodes come from pool (owned by the caller, guarded by
+ * the same lock as the list, destroyed after the list; NULL: malloc). Lists
+ * that move nodes between them (lmc_lru_list_transfer) must share one pool.
+ * LMC_ERR_NOMEM when the index cannot be allocated.
  */
 lmc_status lmc_lru_list_init_pooled(lmc_lru_list *l, lmc_pool *pool);
 /* Free every node and the index; the list must be re-initialised to reuse. */

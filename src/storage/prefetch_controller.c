@@ -961,14 +961,14 @@ bool lmc_prefetch_controller_query_lookup(lmc_prefetch_controller *c, int64_t re
     return ok;
 }
 
-bool lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64_t request_id,
-                                         lmc_bitmap *out)
+lmc_status lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64_t request_id,
+                                               lmc_bitmap *out)
 {
     pthread_mutex_lock(&c->mu);
     pf_record *rec = record_find(c, request_id);
     if (rec == NULL || !rec->done) {
         pthread_mutex_unlock(&c->mu);
-        return false;
+        return rec == NULL ? LMC_ERR_NOT_FOUND : LMC_ERR_BUSY;
     }
     record_unlink(c, rec);
     c->n_completed--;
@@ -976,7 +976,7 @@ bool lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64_t req
     *out = rec->result;
     memset(&rec->result, 0, sizeof(rec->result));
     record_free(rec);
-    return true;
+    return LMC_OK;
 }
 
 lmc_json *lmc_prefetch_controller_report_status(lmc_prefetch_controller *c)

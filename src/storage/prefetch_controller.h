@@ -74,12 +74,13 @@ bool lmc_prefetch_controller_query_lookup(lmc_prefetch_controller *c, int64_t re
                                           size_t *prefix_hits);
 
 /*
- * Pop the retained-key bitmap (indexed over the submitted keys): true once
- * the request has completed; false while it runs or after it was taken.
- * Also drops the lookup result.
+ * Pop the retained-key bitmap (indexed over the submitted keys) into *out:
+ * LMC_OK once the request has completed (also drops the lookup result);
+ * LMC_ERR_BUSY while it runs; LMC_ERR_NOT_FOUND for an id never submitted
+ * or already taken. *out is set only on LMC_OK.
  */
-bool lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64_t request_id,
-                                         lmc_bitmap *out);
+lmc_status lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64_t request_id,
+                                               lmc_bitmap *out);
 
 /*
  * {is_healthy, thread_alive, max_in_flight, submission_queue_size,

@@ -188,7 +188,7 @@ size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys,
                             const lmc_layout_desc *layout, lmc_write_mode mode, lmc_l1_error *errs,
                             lmc_memory_obj *objs)
 {
-    LMC_TRACE_RESERVE_WRITE(keys, n, layout, mode);
+    LMC_TRACE(RESERVE_WRITE, .keys = keys, .n_keys = n, .layout = layout, .mode = mode);
     lmc_l1_reserve_write(sm->l1, keys, n, NULL, layout, mode, errs, objs);
     size_t ok = 0, oom = 0;
     for (size_t i = 0; i < n; i++) {
@@ -203,7 +203,7 @@ size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys,
 void lmc_sm_finish_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                          lmc_l1_error *errs)
 {
-    LMC_TRACE_FINISH_WRITE(keys, n);
+    LMC_TRACE(FINISH_WRITE, .keys = keys, .n_keys = n);
     lmc_l1_error stack_errs[STACK_KEYS];
     lmc_l1_error *e = errs;
     if (e == NULL) {
@@ -230,7 +230,9 @@ lmc_status lmc_sm_submit_prefetch_task(lmc_storage_manager *sm, const lmc_object
                                        lmc_trim_policy policy, lmc_prefetch_handle *handle,
                                        lmc_error *err)
 {
-    LMC_TRACE_SUBMIT_PREFETCH(keys, n, layout, extra_count, external_request_id, policy);
+    LMC_TRACE(SUBMIT_PREFETCH, .keys = keys, .n_keys = n, .layout = layout,
+              .extra_count = extra_count, .external_request_id = external_request_id,
+              .policy = policy);
     memset(handle, 0, sizeof(*handle));
     lmc_l1_error stack_errs[STACK_KEYS];
     uint32_t stack_idx[2 * STACK_KEYS];
@@ -315,17 +317,27 @@ lmc_status lmc_sm_submit_prefetch_task(lmc_storage_manager *sm, const lmc_object
     return st;
 }
 
-bool lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
-                                  lmc_bitmap *out)
+lmc_status lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
+                                        lmc_bitmap *out)
 {
+    /*
+     * The answer's bitmap comes first: taking the controller's result
+     * consumes it, so nothing after the take may fail, or the L2 hits
+     * (and the read locks they hold) would be lost.
+     */
+    lmc_bitmap found_bm;
+    if (lmc_bitmap_init(&found_bm, handle->total_requested_keys, 0) != LMC_OK)
+        return LMC_ERR_NOMEM;
     lmc_bitmap l2 = {0};
-    if (handle->prefetch_request_id >= 0 &&
-        !lmc_prefetch_controller_take_result(sm->prefetch, handle->prefetch_request_id, &l2))
-        return false;
-    if (lmc_bitmap_init(out, handle->total_requested_keys, 0) != LMC_OK) {
-        lmc_bitmap_free(&l2);
-        return false;
+    if (handle->prefetch_request_id >= 0) {
+        lmc_status st =
+            lmc_prefetch_controller_take_result(sm->prefetch, handle->prefetch_request_id, &l2);
+        if (st != LMC_OK) {
+            lmc_bitmap_free(&found_bm);
+            return st;
+        }
     }
+    *out = found_bm;
     for (size_t i = 0; i < handle->l1_found_count; i++)
         lmc_bitmap_set(out, handle->l1_found_indices[i]);
     for (size_t j = 0; j < handle->l2_orig_count; j++) {
@@ -337,7 +349,7 @@ bool lmc_sm_query_prefetch_status(lmc_storage_manager *sm, const lmc_prefetch_ha
     if (found > 0)
         LMC_DEBUG("sm", "prefetch %s: %zu of %zu keys found", handle->external_request_id,
                   found, handle->total_requested_keys);
-    return true;
+    return LMC_OK;
 }
 
 bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefetch_handle *handle,
@@ -358,7 +370,7 @@ bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefet
 lmc_status lmc_sm_read_prefetched_enter(lmc_storage_manager *sm, const lmc_object_key *keys,
                                         size_t n, lmc_sm_read_ctx *ctx)
 {
-    LMC_TRACE_READ_ENTER(keys, n);
+    LMC_TRACE(READ_ENTER, .keys = keys, .n_keys = n);
     memset(ctx, 0, sizeof(*ctx));
     if (n > 0) {
         ctx->keys = malloc(n * sizeof(*ctx->keys));
@@ -403,7 +415,7 @@ void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx,
             }
         }
     }
-    LMC_TRACE_READ_EXIT(ctx->keys, ctx->n);
+    LMC_TRACE(READ_EXIT, .keys = ctx->keys, .n_keys = ctx->n);
     free(ctx->keys);
     free(ctx->objs);
     free(ctx->errs);
@@ -413,7 +425,7 @@ void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx,
 void lmc_sm_finish_read_prefetched(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                                    uint32_t extra_count, lmc_l1_error *errs)
 {
-    LMC_TRACE_FINISH_READ(keys, n, extra_count);
+    LMC_TRACE(FINISH_READ, .keys = keys, .n_keys = n, .extra_count = extra_count);
     lmc_l1_error stack_errs[STACK_KEYS];
     lmc_l1_error *e = errs;
     if (e == NULL) {

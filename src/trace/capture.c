@@ -19,25 +19,10 @@
 
 #include "core/clock.h"
 #include "obs/event_bus.h"
-#include "trace/format.h"
 
 atomic_bool lmc_trace_gate = false;
 
 static _Atomic(lmc_event_bus *) g_bus = NULL;
-
-static const char *const qualnames[LMC_TRACE_OP_COUNT_] = {
-    [LMC_TRACE_OP_RESERVE_WRITE] = LMC_TRACE_QUALNAME_PREFIX "reserve_write",
-    [LMC_TRACE_OP_FINISH_WRITE] = LMC_TRACE_QUALNAME_PREFIX "finish_write",
-    [LMC_TRACE_OP_SUBMIT_PREFETCH] = LMC_TRACE_QUALNAME_PREFIX "submit_prefetch_task",
-    [LMC_TRACE_OP_FINISH_READ] = LMC_TRACE_QUALNAME_PREFIX "finish_read_prefetched",
-    [LMC_TRACE_OP_READ_ENTER] = LMC_TRACE_QUALNAME_PREFIX "read_prefetched_results.__enter__",
-    [LMC_TRACE_OP_READ_EXIT] = LMC_TRACE_QUALNAME_PREFIX "read_prefetched_results.__exit__",
-};
-
-const char *lmc_trace_op_qualname(lmc_trace_op op)
-{
-    return op > 0 && op < LMC_TRACE_OP_COUNT_ ? qualnames[op] : NULL;
-}
 
 void lmc_trace_set_enabled(bool on)
 {
@@ -70,9 +55,7 @@ static size_t pad8(size_t n)
 #define HEAD_MAX                                                                                   \
     (sizeof(wire_hdr) + LMC_LAYOUT_MAX_TENSORS * (sizeof(lmc_shape) + sizeof(int32_t)) + 8)
 
-static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
-                    const lmc_layout_desc *layout, int mode, uint32_t extra_count,
-                    const char *ext, int policy)
+void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
 {
     /*
      * Sampled here, on the caller thread, so t_mono is the call's time. It
@@ -84,6 +67,9 @@ static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
     lmc_event_bus *bus = atomic_load_explicit(&g_bus, memory_order_acquire);
     if (bus == NULL)
         return;
+    const lmc_layout_desc *layout = a->layout;
+    const char *ext = a->external_request_id;
+    size_t n = a->n_keys;
     uint32_t lc = layout ? layout->count : 0;
     if (lc > LMC_LAYOUT_MAX_TENSORS)
         lc = LMC_LAYOUT_MAX_TENSORS;
@@ -97,9 +83,9 @@ static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
                   .t_mono_ns = t,
-                  .mode = mode,
-                  .extra_count = extra_count,
-                  .policy = policy,
+                  .mode = a->mode,
+                  .extra_count = a->extra_count,
+                  .policy = a->policy,
                   .layout_count = layout ? (lc ? lc : UINT32_MAX) : 0,
                   .ext_len = (uint32_t)ext_len};
     memcpy(buf, &h, sizeof(h));
@@ -129,33 +115,8 @@ static void capture(lmc_trace_op op, const lmc_object_key *keys, size_t n,
         lmc_event_bus_write(&r, zeros, pad);
     }
     if (n > 0)
-        lmc_event_bus_write(&r, keys, n * sizeof(lmc_object_key));
+        lmc_event_bus_write(&r, a->keys, n * sizeof(lmc_object_key));
     lmc_event_bus_commit(&r);
-}
-
-void lmc_trace_capture_keys(lmc_trace_op op, const lmc_object_key *keys, size_t n)
-{
-    capture(op, keys, n, NULL, 0, 0, NULL, 0);
-}
-
-void lmc_trace_capture_reserve_write(const lmc_object_key *keys, size_t n,
-                                     const lmc_layout_desc *layout, int mode)
-{
-    capture(LMC_TRACE_OP_RESERVE_WRITE, keys, n, layout, mode, 0, NULL, 0);
-}
-
-void lmc_trace_capture_submit_prefetch(const lmc_object_key *keys, size_t n,
-                                       const lmc_layout_desc *layout, uint32_t extra_count,
-                                       const char *external_request_id, int policy)
-{
-    /* LMCache binds external_request_id's default "" when it is not given. */
-    capture(LMC_TRACE_OP_SUBMIT_PREFETCH, keys, n, layout, 0, extra_count,
-            external_request_id ? external_request_id : "", policy);
-}
-
-void lmc_trace_capture_finish_read(const lmc_object_key *keys, size_t n, uint32_t extra_count)
-{
-    capture(LMC_TRACE_OP_FINISH_READ, keys, n, NULL, 0, extra_count, NULL, 0);
 }
 
 bool lmc_trace_call_decode(const void *payload, size_t len, lmc_trace_call *out)

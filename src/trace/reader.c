@@ -341,16 +341,19 @@ lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const
     }
 }
 
-int64_t lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name)
+lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value)
 {
     if (r->peek_body == NULL || name == NULL)
-        return 0;
+        return LMC_ERR_INVALID;
     lmc_arena_reset(&r->arena);
     lmc_trace_record rec;
     if (lmc_trace_decode_record(r->peek_body, r->peek_len, &r->arena, &rec, NULL) != LMC_OK)
-        return 0;
+        return LMC_ERR_FORMAT;
     const lmc_trace_arg *arg = lmc_trace_args_find(rec.args, rec.nargs, name);
-    return arg != NULL && arg->value.kind == LMC_TV_INT ? arg->value.u.i : 0;
+    if (arg == NULL || arg->value.kind != LMC_TV_INT)
+        return LMC_ERR_NOT_FOUND;
+    *value = arg->value.u.i;
+    return LMC_OK;
 }
 
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r)

@@ -56,11 +56,15 @@ lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const
 
 /*
  * After lmc_trace_reader_next_peek returned LMC_OK: the integer argument
- * name of the record just peeked, or 0 when that record has no such int
- * argument (or its args do not decode). Decodes that one record's args, so
- * it is meant for rare records such as the recorder's dropped-count marker.
+ * name of the record just peeked, into *value. Returns LMC_OK when it was
+ * found; LMC_ERR_NOT_FOUND when the record has no argument of that name,
+ * or it is not an integer; LMC_ERR_FORMAT when the record's args do not
+ * decode; LMC_ERR_INVALID when no record is peeked (before the first
+ * peek, after lmc_trace_reader_next, at the end). *value is set only on
+ * LMC_OK. Decodes that one record's args, so it is meant for rare records
+ * such as the recorder's dropped-count marker.
  */
-int64_t lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name);
+lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value);
 
 /* Counters so far. */
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r);   /* returned */

@@ -33,6 +33,7 @@
 #include "core/log.h"
 #include "trace/capture.h"
 #include "trace/format.h"
+#include "trace/ops.h"
 
 #define LOG_COMP "trace"
 /* Under load, write once at least this much is batched. */
@@ -247,40 +248,43 @@ void lmc_trace_recorder_write_record(lmc_trace_recorder *r, const char *qualname
     pthread_mutex_unlock(&r->mu);
 }
 
-/* The argument list LMCache's signature binding gives for each op. */
-static size_t call_args(const lmc_trace_call *c, lmc_tv *keys_tv, lmc_tv *key_items,
-                        lmc_trace_arg *args)
+/*
+ * The argument list LMCache's signature binding gives for the call: its
+ * op's row of trace/ops.def, in order. key_items holds c->n_keys values.
+ */
+static size_t call_args(const lmc_trace_call *c, lmc_tv *key_items, lmc_trace_arg *args)
 {
-    for (size_t i = 0; i < c->n_keys; i++)
-        key_items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &c->keys[i]};
-    *keys_tv = (lmc_tv){.kind = LMC_TV_LIST, .u.list = {key_items, c->n_keys}};
-    size_t n = 0;
-    args[n++] = (lmc_trace_arg){"keys", 4, *keys_tv};
-    switch (c->op) {
-    case LMC_TRACE_OP_RESERVE_WRITE: {
-        const char *mode = lmc_write_mode_name((lmc_write_mode)c->mode);
-        args[n++] = (lmc_trace_arg){"layout_desc", 11,
-                                    {.kind = LMC_TV_LAYOUT, .u.layout = &c->layout}};
-        args[n++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
-        break;
+    const lmc_trace_op_info *op = lmc_trace_op_get(c->op);
+    for (size_t i = 0; i < op->nargs; i++) {
+        const lmc_trace_arg_spec *spec = &op->args[i];
+        lmc_tv v = {.kind = LMC_TV_NIL};
+        switch (spec->kind) { /* no default: -Wswitch names a kind added but not written */
+        case LMC_TRACE_ARG_KEYS:
+            for (size_t k = 0; k < c->n_keys; k++)
+                key_items[k] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &c->keys[k]};
+            v = (lmc_tv){.kind = LMC_TV_LIST, .u.list = {key_items, c->n_keys}};
+            break;
+        case LMC_TRACE_ARG_LAYOUT:
+            v = (lmc_tv){.kind = LMC_TV_LAYOUT, .u.layout = &c->layout};
+            break;
+        case LMC_TRACE_ARG_MODE: {
+            const char *mode = lmc_write_mode_name((lmc_write_mode)c->mode);
+            v = lmc_tv_str(mode, strlen(mode));
+            break;
+        }
+        case LMC_TRACE_ARG_EXTRA_COUNT:
+            v = lmc_tv_int(c->extra_count);
+            break;
+        case LMC_TRACE_ARG_EXTERNAL_REQUEST_ID:
+            v = lmc_tv_str(c->external_request_id, c->external_request_id_len);
+            break;
+        case LMC_TRACE_ARG_POLICY:
+            v = (lmc_tv){.kind = LMC_TV_TRIM_POLICY, .u.trim = (lmc_trim_policy)c->policy};
+            break;
+        }
+        args[i] = (lmc_trace_arg){spec->name, spec->name_len, v};
     }
-    case LMC_TRACE_OP_SUBMIT_PREFETCH:
-        args[n++] = (lmc_trace_arg){"layout_desc", 11,
-                                    {.kind = LMC_TV_LAYOUT, .u.layout = &c->layout}};
-        args[n++] = (lmc_trace_arg){"extra_count", 11, lmc_tv_int(c->extra_count)};
-        args[n++] = (lmc_trace_arg){
-            "external_request_id", 19,
-            lmc_tv_str(c->external_request_id, c->external_request_id_len)};
-        args[n++] = (lmc_trace_arg){
-            "policy", 6, {.kind = LMC_TV_TRIM_POLICY, .u.trim = (lmc_trim_policy)c->policy}};
-        break;
-    case LMC_TRACE_OP_FINISH_READ:
-        args[n++] = (lmc_trace_arg){"extra_count", 11, lmc_tv_int(c->extra_count)};
-        break;
-    default:
-        break;
-    }
-    return n;
+    return op->nargs;
 }
 
 #define STACK_KEYS 64
@@ -305,9 +309,8 @@ static void on_trace_call(const lmc_event *ev, void *ud)
         pthread_mutex_unlock(&r->mu);
         return;
     }
-    lmc_tv keys_tv;
-    lmc_trace_arg args[5];
-    size_t nargs = call_args(&c, &keys_tv, items, args);
+    lmc_trace_arg args[LMC_TRACE_MAX_ARGS];
+    size_t nargs = call_args(&c, items, args);
     pthread_mutex_lock(&r->mu);
     append_record_locked(r, lmc_trace_op_qualname(c.op), args, nargs, ev->timestamp,
                          (double)c.t_mono_ns / 1e9);

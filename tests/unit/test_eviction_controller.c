@@ -26,6 +26,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
 #include "lmcache/bitmap.h"
@@ -258,19 +259,9 @@ static void l2_store(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n)
 /* Whether the adapter holds key (a lookup, then unlock what it locked). */
 static bool l2_has(lmc_l2_adapter *a, const lmc_object_key *key)
 {
-    uint64_t id = 0;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, key, 1, &id), LMC_OK);
-    lmc_bitmap bm = {0};
-    uint64_t deadline = lmc_mono_ms() + WAIT_MS;
-    while (!lmc_l2_adapter_take_lookup_result(a, id, &bm)) {
-        if (lmc_mono_ms() >= deadline)
-            fail_msg("lookup task %llu did not complete", (unsigned long long)id);
-        lmc_sleep_ns(1000000);
-    }
+    lmc_bitmap bm = l2_holds(a, key, 1);
     bool found = lmc_bitmap_test(&bm, 0);
     lmc_bitmap_free(&bm);
-    if (found)
-        lmc_l2_adapter_submit_unlock(a, key, 1);
     return found;
 }
 

@@ -57,19 +57,6 @@ static size_t size_of(unsigned i)
     return 100 + (i * 37) % (MAX_SIZE - 100);
 }
 
-typedef bool (*take_fn)(lmc_l2_adapter *, uint64_t, lmc_bitmap *);
-
-static bool poll_take(lmc_l2_adapter *a, take_fn take, uint64_t id, lmc_bitmap *out)
-{
-    uint64_t deadline = lmc_mono_ns() + (uint64_t)L2_WAIT_MS * 1000000u;
-    while (!take(a, id, out)) {
-        if (lmc_mono_ns() > deadline)
-            return false;
-        lmc_sleep_ns(200000);
-    }
-    return true;
-}
-
 static void collect_stores(shared *s)
 {
     lmc_l2_store_result *r = NULL;
@@ -104,7 +91,7 @@ static void *worker(void *p)
             break;
         case 2:
             if (lmc_l2_adapter_submit_lookup(s->a, &key, 1, &id) != LMC_OK ||
-                !poll_take(s->a, lmc_l2_adapter_take_lookup_result, id, &bm)) {
+                !l2_poll_take(s->a, lmc_l2_adapter_take_lookup_result, id, &bm)) {
                 atomic_store(&s->failed, true);
                 break;
             }
@@ -115,7 +102,7 @@ static void *worker(void *p)
             break;
         case 3:
             if (lmc_l2_adapter_submit_load(s->a, &key, &out, 1, &id) != LMC_OK ||
-                !poll_take(s->a, lmc_l2_adapter_take_load_result, id, &bm)) {
+                !l2_poll_take(s->a, lmc_l2_adapter_take_load_result, id, &bm)) {
                 atomic_store(&s->failed, true);
                 break;
             }

@@ -66,44 +66,6 @@ static void path_of(const fixture *f, const lmc_object_key *key, char *buf, size
     assert_true(w > 0 && (size_t)w < len);
 }
 
-static int64_t store(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                     size_t n)
-{
-    uint64_t id;
-    int64_t result = -2;
-    assert_int_equal(lmc_l2_adapter_submit_store(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_store(a, id, &result));
-    return result;
-}
-
-/* Lookup and return the bitmap as a "0101" string. */
-static void lookup(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
-    assert_true(l2_wait_lookup(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static void load(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                 size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_load(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_load(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static void fill(uint8_t *buf, size_t n, uint8_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        buf[i] = (uint8_t)(seed + i * 7);
-}
-
 static size_t count_entries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -191,10 +153,10 @@ static void test_fs_store_writes_raw_bytes_under_the_key_name(void **state)
     lmc_object_key keys[2] = {l2_key("org/model", 0xdeadbeef, 0x02010201, 3, "u1"),
                               l2_key("plain", 5, 0, 0, NULL)};
     uint8_t b0[1000], b1[3];
-    fill(b0, sizeof(b0), 1);
-    fill(b1, sizeof(b1), 9);
+    l2_fill(b0, sizeof(b0), 1);
+    l2_fill(b1, sizeof(b1), 9);
     lmc_memory_obj objs[2] = {{b0, sizeof(b0), 4096, 0}, {b1, sizeof(b1), 4096, 4096}};
-    assert_int_equal(store(a, keys, objs, 2), 1003);
+    assert_int_equal(l2_store_sync(a, keys, objs, 2), 1003);
 
     char path[256];
     snprintf(path, sizeof(path), "%s/org-SEP-model@0x02010201@3@deadbeef@u1.data", f->dir);
@@ -219,10 +181,10 @@ static void test_fs_store_of_existing_key_writes_zero_bytes_and_succeeds(void **
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[64];
-    fill(b, sizeof(b), 3);
+    l2_fill(b, sizeof(b), 3);
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 64);
-    int64_t again = store(a, &k, &obj, 1);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 64);
+    int64_t again = l2_store_sync(a, &k, &obj, 1);
     assert_int_equal(again, 0);
     assert_true(lmc_l2_store_ok(again)); /* 0 is success, not failure */
     assert_false(lmc_l2_store_ok(-1));
@@ -241,7 +203,7 @@ static void test_fs_store_error_fails_task_but_writes_other_keys(void **state)
                               l2_key("m", 3, 0, 0, NULL)};
     uint8_t b[16] = {0};
     lmc_memory_obj objs[3] = {{b, 16, 16, 0}, {b, 16, 16, 0}, {b, 16, 16, 0}};
-    assert_int_equal(store(a, keys, objs, 3), -1);
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), -1);
     char path[512];
     path_of(f, &keys[0], path, sizeof(path));
     assert_int_equal(l2_file_size(path), 16);
@@ -262,10 +224,10 @@ static void test_fs_store_over_a_directory_fails(void **state)
     assert_int_equal(mkdir(path, 0755), 0);
     uint8_t b[16] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), -1); /* not mistaken for a present key */
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), -1); /* not mistaken for a present key */
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 0);
     char bits[2];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "0");
     lmc_l2_adapter_destroy(a);
 }
@@ -283,7 +245,7 @@ static void test_fs_relative_tmp_dir_is_created_and_left_empty(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[100] = {7};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 100);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 100);
     assert_int_equal(count_entries(tmp), 0);
     char path[256];
     path_of(f, &k, path, sizeof(path));
@@ -318,9 +280,9 @@ static void test_fs_lookup_sets_a_bit_per_existing_file(void **state)
     uint8_t b[8] = {0};
     lmc_memory_obj objs[2] = {{b, 8, 8, 0}, {b, 8, 8, 0}};
     lmc_object_key stored[2] = {keys[0], keys[2]};
-    assert_int_equal(store(a, stored, objs, 2), 16);
+    assert_int_equal(l2_store_sync(a, stored, objs, 2), 16);
     char bits[8];
-    lookup(a, keys, 4, bits);
+    l2_lookup_sync(a, keys, 4, bits);
     assert_string_equal(bits, "1010");        /* the salt is part of the key */
     lmc_l2_adapter_submit_unlock(a, keys, 4); /* unlocking misses is a no-op */
     lmc_l2_adapter_destroy(a);
@@ -334,11 +296,11 @@ static void test_fs_lookup_lock_blocks_delete_until_unlock(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[32] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 32);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 32);
     char bits[4], path[256];
     path_of(f, &k, path, sizeof(path));
-    lookup(a, &k, 1, bits);
-    lookup(a, &k, 1, bits); /* locked twice */
+    l2_lookup_sync(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits); /* locked twice */
     assert_string_equal(bits, "1");
     lmc_l2_adapter_delete(a, &k, 1);
     assert_int_equal(l2_file_size(path), 32);
@@ -363,7 +325,7 @@ static void test_fs_delete_without_capacity_unlinks_and_reports_size(void **stat
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[48] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 48);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 48);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 48);
     lmc_l2_adapter_delete(a, &k, 1);
     char path[256];
@@ -420,7 +382,7 @@ static void test_fs_delete_of_vanished_file_counts_as_deleted(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[10] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 10);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 10);
     char path[256];
     path_of(f, &k, path, sizeof(path));
     assert_int_equal(unlink(path), 0);
@@ -443,16 +405,16 @@ static void test_fs_load_fills_buffers_and_misses_what_is_absent(void **state)
     lmc_object_key keys[3] = {l2_key("m", 1, 0, 0, NULL), l2_key("m", 2, 0, 0, NULL),
                               l2_key("m", 3, 0, 0, NULL)};
     uint8_t src0[300], src2[77];
-    fill(src0, sizeof(src0), 11);
-    fill(src2, sizeof(src2), 22);
+    l2_fill(src0, sizeof(src0), 11);
+    l2_fill(src2, sizeof(src2), 22);
     lmc_memory_obj in[2] = {{src0, 300, 300, 0}, {src2, 77, 77, 0}};
     lmc_object_key stored[2] = {keys[0], keys[2]};
-    assert_int_equal(store(a, stored, in, 2), 377);
+    assert_int_equal(l2_store_sync(a, stored, in, 2), 377);
 
     uint8_t dst0[300] = {0}, dst1[50] = {0}, dst2[77] = {0};
     lmc_memory_obj out[3] = {{dst0, 300, 300, 0}, {dst1, 50, 50, 0}, {dst2, 77, 77, 0}};
     char bits[4];
-    load(a, keys, out, 3, bits);
+    l2_load_sync(a, keys, out, 3, bits);
     assert_string_equal(bits, "101");
     assert_memory_equal(dst0, src0, sizeof(src0));
     assert_memory_equal(dst2, src2, sizeof(src2));
@@ -466,19 +428,19 @@ static void test_fs_load_of_short_file_is_a_miss(void **state)
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t src[200];
-    fill(src, sizeof(src), 5);
+    l2_fill(src, sizeof(src), 5);
     lmc_memory_obj obj = {src, sizeof(src), sizeof(src), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 200);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 200);
     char path[256], bits[2];
     path_of(f, &k, path, sizeof(path));
     assert_int_equal(truncate(path, 150), 0);
     uint8_t dst[200];
     lmc_memory_obj out = {dst, sizeof(dst), sizeof(dst), 0};
-    load(a, &k, &out, 1, bits);
+    l2_load_sync(a, &k, &out, 1, bits);
     assert_string_equal(bits, "0");
     /* a buffer no larger than the file is filled: a hit */
     out.size = 150;
-    load(a, &k, &out, 1, bits);
+    l2_load_sync(a, &k, &out, 1, bits);
     assert_string_equal(bits, "1");
     assert_memory_equal(dst, src, 150);
     lmc_l2_adapter_destroy(a);
@@ -504,9 +466,9 @@ static void test_fs_load_reports_hits_as_accessed(void **state)
     lmc_object_key keys[2] = {l2_key("m", 1, 0, 0, NULL), l2_key("m", 2, 0, 0, NULL)};
     uint8_t b[8] = {1};
     lmc_memory_obj objs[2] = {{b, 8, 8, 0}, {b, 8, 8, 0}};
-    assert_int_equal(store(a, keys, objs, 1), 8);
+    assert_int_equal(l2_store_sync(a, keys, objs, 1), 8);
     char bits[3];
-    load(a, keys, objs, 2, bits);
+    l2_load_sync(a, keys, objs, 2, bits);
     assert_string_equal(bits, "10");
     assert_int_equal(g_accessed, 1);
     lmc_l2_adapter_destroy(a);
@@ -519,18 +481,18 @@ static void test_fs_odirect_and_read_ahead_round_trip(void **state)
     assert_non_null(a);
     uint8_t *aligned = NULL;
     assert_int_equal(posix_memalign((void **)&aligned, 4096, 3 * 8192), 0);
-    fill(aligned, 8192, 42);
+    l2_fill(aligned, 8192, 42);
     uint8_t unaligned_src[5000];
-    fill(unaligned_src, sizeof(unaligned_src), 43);
+    l2_fill(unaligned_src, sizeof(unaligned_src), 43);
     lmc_object_key keys[2] = {l2_key("m", 1, 0, 0, NULL), l2_key("m", 2, 0, 0, NULL)};
     /* one object O_DIRECT-eligible, one not (it falls back to buffered I/O) */
     lmc_memory_obj in[2] = {{aligned, 8192, 8192, 0}, {unaligned_src, 5000, 5000, 0}};
-    assert_int_equal(store(a, keys, in, 2), 13192);
+    assert_int_equal(l2_store_sync(a, keys, in, 2), 13192);
     uint8_t *dst = aligned + 8192;
     memset(dst, 0, 2 * 8192);
     lmc_memory_obj out[2] = {{dst, 8192, 8192, 0}, {dst + 8192 + 1, 5000, 5000, 0}};
     char bits[3];
-    load(a, keys, out, 2, bits);
+    l2_load_sync(a, keys, out, 2, bits);
     assert_string_equal(bits, "11");
     assert_memory_equal(dst, aligned, 8192);
     assert_memory_equal(dst + 8193, unaligned_src, 5000);
@@ -555,7 +517,7 @@ static void test_fs_usage_is_accounted_with_capacity(void **state)
                               l2_key("m", 3, 0, 0, NULL)};
     uint8_t b[4096] = {0};
     lmc_memory_obj objs[3] = {{b, 1000, 4096, 0}, {b, 2000, 4096, 0}, {b, 4096, 4096, 0}};
-    assert_int_equal(store(a, keys, objs, 3), 7096);
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), 7096);
     lmc_l2_usage u = lmc_l2_adapter_get_usage(a);
     assert_int_equal(u.bytes_used, 7096);
     assert_int_equal(u.capacity_bytes, 1u << 29);
@@ -563,7 +525,7 @@ static void test_fs_usage_is_accounted_with_capacity(void **state)
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, "alice"), 3000);
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, ""), 4096);
     /* storing again adds nothing */
-    assert_int_equal(store(a, keys, objs, 3), 0);
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), 0);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 7096);
     lmc_l2_adapter_delete(a, keys, 2);
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, "alice"), 0);
@@ -588,7 +550,7 @@ static void test_fs_store_adopts_an_untracked_existing_file(void **state)
     fclose(fp);
     uint8_t b[64] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 0);                   /* nothing written... */
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 0);           /* nothing written... */
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 10); /* ...but now accounted */
     lmc_l2_adapter_delete(a, &k, 1);
     assert_int_equal(l2_file_size(path), -1);
@@ -622,7 +584,7 @@ static void test_fs_recovery_restores_usage_and_replays_to_late_listeners(void *
                               l2_key("m", 3, 0, 0, NULL)};
     uint8_t b[500] = {0};
     lmc_memory_obj objs[3] = {{b, 100, 100, 0}, {b, 200, 200, 0}, {b, 500, 500, 0}};
-    assert_int_equal(store(a, keys, objs, 3), 800);
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), 800);
     lmc_l2_adapter_destroy(a);
 
     /* Junk that recovery must ignore: unparsable names, a symlink, a directory, a .tmp. */
@@ -658,7 +620,7 @@ static void test_fs_recovery_restores_usage_and_replays_to_late_listeners(void *
     assert_true(r.saw_salted);
     /* recovered keys are tracked: lookup hits, delete works */
     char bits[3];
-    lookup(a, keys, 2, bits);
+    l2_lookup_sync(a, keys, 2, bits);
     assert_string_equal(bits, "11");
     lmc_l2_adapter_submit_unlock(a, keys, 2);
     lmc_l2_adapter_delete(a, keys, 2);
@@ -674,13 +636,13 @@ static void test_fs_recovery_can_be_turned_off(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[100] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 100);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 100);
     lmc_l2_adapter_destroy(a);
     a = fs_adapter(f, "\"max_capacity_gb\": 1, \"recover_on_start\": false");
     assert_non_null(a);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 0);
     char bits[2];
-    lookup(a, &k, 1, bits); /* the file is still there */
+    l2_lookup_sync(a, &k, 1, bits); /* the file is still there */
     assert_string_equal(bits, "1");
     lmc_l2_adapter_submit_unlock(a, &k, 1);
     lmc_l2_adapter_destroy(a);

@@ -31,46 +31,6 @@ static lmc_l2_adapter *mock_adapter(const char *size_gb, const char *bandwidth)
     return a;
 }
 
-static int64_t store(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                     size_t n)
-{
-    uint64_t id;
-    int64_t result = -2;
-    assert_int_equal(lmc_l2_adapter_submit_store(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_store(a, id, &result));
-    return result;
-}
-
-static void lookup(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
-    assert_true(l2_wait_lookup(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static void load(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                 size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_load(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_load(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static int64_t status_int(lmc_l2_adapter *a, const char *field)
-{
-    lmc_json *s = lmc_l2_adapter_report_status(a);
-    assert_non_null(s);
-    int64_t v = lmc_json_get_int(lmc_json_object_get(s, field));
-    lmc_json_free(s);
-    return v;
-}
-
 static void test_mock_round_trip_store_lookup_load_delete(void **state)
 {
     (void)state;
@@ -84,24 +44,24 @@ static void test_mock_round_trip_store_lookup_load_delete(void **state)
     memset(s2, 0xab, sizeof(s2));
     lmc_memory_obj in[2] = {{s0, 100, 100, 0}, {s2, 40, 40, 0}};
     lmc_object_key stored[2] = {keys[0], keys[2]};
-    assert_int_equal(store(a, stored, in, 2), 140);
+    assert_int_equal(l2_store_sync(a, stored, in, 2), 140);
     memset(s0 + 50, 0, 50); /* the adapter holds a copy */
     char bits[4];
-    lookup(a, keys, 3, bits);
+    l2_lookup_sync(a, keys, 3, bits);
     assert_string_equal(bits, "101");
     uint8_t d0[100] = {0}, d1[10], d2[40] = {0};
     lmc_memory_obj out[3] = {{d0, 100, 100, 0}, {d1, 10, 10, 0}, {d2, 40, 40, 0}};
-    load(a, keys, out, 3, bits);
+    l2_load_sync(a, keys, out, 3, bits);
     assert_string_equal(bits, "101");
     for (size_t i = 0; i < sizeof(d0); i++)
         assert_int_equal(d0[i], (uint8_t)i);
     assert_memory_equal(d2, s2, sizeof(s2));
-    assert_int_equal(status_int(a, "num_objects"), 2);
+    assert_int_equal(l2_status_int(a, NULL, "num_objects"), 2);
     lmc_l2_adapter_submit_unlock(a, keys, 3);
     lmc_l2_adapter_delete(a, keys, 3);
-    assert_int_equal(status_int(a, "num_objects"), 0);
+    assert_int_equal(l2_status_int(a, NULL, "num_objects"), 0);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 0);
-    lookup(a, keys, 3, bits);
+    l2_lookup_sync(a, keys, 3, bits);
     assert_string_equal(bits, "000");
     lmc_l2_adapter_destroy(a);
 }
@@ -114,8 +74,8 @@ static void test_mock_store_of_present_key_stores_zero_bytes(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[64] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 64);
-    assert_int_equal(store(a, &k, &obj, 1), 0);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 64);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 0);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 64);
     lmc_l2_adapter_destroy(a);
 }
@@ -139,9 +99,9 @@ static void test_mock_store_skips_what_does_not_fit(void **state)
         {b, 600 << 10, 600 << 10, 0}, /* would exceed it */
         {b, 400 << 10, 400 << 10, 0}, /* still fits */
     };
-    assert_int_equal(store(a, keys, objs, 4), 1000 << 10);
+    assert_int_equal(l2_store_sync(a, keys, objs, 4), 1000 << 10);
     char bits[5];
-    lookup(a, keys, 4, bits);
+    l2_lookup_sync(a, keys, 4, bits);
     assert_string_equal(bits, "0101");
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 1000 << 10);
     free(b);
@@ -156,11 +116,11 @@ static void test_mock_load_with_a_different_size_is_a_miss(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[64] = {1};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 64);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 64);
     uint8_t d[128];
     lmc_memory_obj out = {d, sizeof(d), sizeof(d), 0};
     char bits[2];
-    load(a, &k, &out, 1, bits);
+    l2_load_sync(a, &k, &out, 1, bits);
     assert_string_equal(bits, "0");
     lmc_l2_adapter_destroy(a);
 }
@@ -173,17 +133,17 @@ static void test_mock_lookup_locks_and_unlock_releases(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[8] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 8);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 8);
     char bits[2];
-    lookup(a, &k, 1, bits);
-    lookup(a, &k, 1, bits);
-    assert_int_equal(status_int(a, "locked_keys"), 1);
+    l2_lookup_sync(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 1);
     lmc_l2_adapter_submit_unlock(a, &k, 1);
-    assert_int_equal(status_int(a, "locked_keys"), 1);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 1);
     lmc_l2_adapter_submit_unlock(a, &k, 1);
-    assert_int_equal(status_int(a, "locked_keys"), 0);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 0);
     lmc_l2_adapter_submit_unlock(a, &k, 1); /* never below zero */
-    assert_int_equal(status_int(a, "locked_keys"), 0);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 0);
     lmc_l2_adapter_destroy(a);
 }
 
@@ -195,11 +155,11 @@ static void test_mock_delete_does_not_check_locks(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[8] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 8);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 8);
     char bits[2];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     lmc_l2_adapter_delete(a, &k, 1);
-    load(a, &k, &obj, 1, bits);
+    l2_load_sync(a, &k, &obj, 1, bits);
     assert_string_equal(bits, "0");
     lmc_l2_adapter_submit_unlock(a, &k, 1); /* of a deleted key: harmless */
     lmc_l2_adapter_destroy(a);
@@ -214,7 +174,7 @@ static void test_mock_usage_is_kept_per_salt(void **state)
                               l2_key("m", 3, 0, 0, "alice")};
     uint8_t b[300] = {0};
     lmc_memory_obj objs[3] = {{b, 100, 100, 0}, {b, 200, 200, 0}, {b, 300, 300, 0}};
-    assert_int_equal(store(a, keys, objs, 3), 600);
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), 600);
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, "alice"), 400);
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, "bob"), 200);
     assert_int_equal(lmc_l2_adapter_salt_bytes(a, ""), 0);
@@ -234,12 +194,12 @@ static void test_mock_bandwidth_delays_completion(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     lmc_memory_obj obj = {b, 1 << 20, 1 << 20, 0};
     uint64_t t0 = lmc_mono_ns();
-    assert_int_equal(store(a, &k, &obj, 1), 1 << 20);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 1 << 20);
     uint64_t store_ms = (lmc_mono_ns() - t0) / 1000000;
     assert_true(store_ms >= 90);
     t0 = lmc_mono_ns();
     char bits[2];
-    load(a, &k, &obj, 1, bits);
+    l2_load_sync(a, &k, &obj, 1, bits);
     assert_string_equal(bits, "1");
     uint64_t load_ms = (lmc_mono_ns() - t0) / 1000000;
     assert_true(load_ms >= 90);
@@ -259,7 +219,7 @@ static void test_mock_lookup_is_not_delayed_by_a_slow_store(void **state)
     uint64_t sid;
     assert_int_equal(lmc_l2_adapter_submit_store(a, &k, &obj, 1, &sid), LMC_OK);
     char bits[2];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     lmc_l2_store_result *r = NULL;
     assert_int_equal(lmc_l2_adapter_pop_completed_stores(a, &r), 0); /* still "transferring" */
     int64_t res;

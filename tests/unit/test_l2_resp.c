@@ -77,43 +77,6 @@ static lmc_l2_adapter *resp_adapter(const char *extra)
     return a;
 }
 
-static int64_t store(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                     size_t n)
-{
-    uint64_t id;
-    int64_t result = -2;
-    assert_int_equal(lmc_l2_adapter_submit_store(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_store(a, id, &result));
-    return result;
-}
-
-static void lookup(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
-    assert_true(l2_wait_lookup(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static void load(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
-                 size_t n, char *bits)
-{
-    uint64_t id;
-    lmc_bitmap bm;
-    assert_int_equal(lmc_l2_adapter_submit_load(a, keys, objs, n, &id), LMC_OK);
-    assert_true(l2_wait_load(a, id, &bm));
-    lmc_bitmap_to_string(&bm, bits, n + 1);
-    lmc_bitmap_free(&bm);
-}
-
-static void fill(uint8_t *buf, size_t n, uint8_t seed)
-{
-    for (size_t i = 0; i < n; i++)
-        buf[i] = (uint8_t)(seed + i * 7);
-}
-
 /* The Redis key of key under prefix, as the adapter names it. */
 static void redis_key(const char *prefix, const lmc_object_key *key, char *buf, size_t len)
 {
@@ -127,15 +90,6 @@ static bool status_bool(lmc_l2_adapter *a, const char *field)
     lmc_json *st = lmc_l2_adapter_report_status(a);
     assert_non_null(st);
     bool v = lmc_json_get_bool(lmc_json_object_get(st, field));
-    lmc_json_free(st);
-    return v;
-}
-
-static int64_t status_int(lmc_l2_adapter *a, const char *field)
-{
-    lmc_json *st = lmc_l2_adapter_report_status(a);
-    assert_non_null(st);
-    int64_t v = lmc_json_get_int(lmc_json_object_get(st, field));
     lmc_json_free(st);
     return v;
 }
@@ -241,13 +195,13 @@ static void test_resp_store_lookup_load_round_trip(void **state)
     lmc_object_key keys[3] = {l2_key("org/model", 0xdeadbeef, 0x02010201, 3, "u1"),
                               l2_key("org/model", 2, 0, 0, NULL), l2_key("plain", 3, 0, 0, NULL)};
     static uint8_t b0[100 * KB], b1[3], b2[4 * KB];
-    fill(b0, sizeof(b0), 1);
-    fill(b1, sizeof(b1), 9);
-    fill(b2, sizeof(b2), 33);
+    l2_fill(b0, sizeof(b0), 1);
+    l2_fill(b1, sizeof(b1), 9);
+    l2_fill(b2, sizeof(b2), 33);
     lmc_memory_obj objs[3] = {{b0, sizeof(b0), sizeof(b0), 0},
                               {b1, sizeof(b1), 4096, 0},
                               {b2, sizeof(b2), sizeof(b2), 0}};
-    assert_int_equal(store(a, keys, objs, 3), sizeof(b0) + sizeof(b1) + sizeof(b2));
+    assert_int_equal(l2_store_sync(a, keys, objs, 3), sizeof(b0) + sizeof(b1) + sizeof(b2));
 
     /* The value is the raw bytes under key_prefix + the fs name without ".data". */
     char rk[512];
@@ -258,9 +212,9 @@ static void test_resp_store_lookup_load_round_trip(void **state)
 
     lmc_object_key probe[3] = {keys[0], l2_key("absent", 1, 0, 0, NULL), keys[2]};
     char bits[8];
-    lookup(a, probe, 3, bits);
+    l2_lookup_sync(a, probe, 3, bits);
     assert_string_equal(bits, "101");
-    assert_int_equal(status_int(a, "locked_keys"), 2);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 2);
 
     static uint8_t d0[sizeof(b0)], d1[sizeof(b1)], d2[sizeof(b2)], wrong[10];
     lmc_memory_obj dst[4] = {{d0, sizeof(d0), sizeof(d0), 0},
@@ -268,14 +222,14 @@ static void test_resp_store_lookup_load_round_trip(void **state)
                              {d2, sizeof(d2), sizeof(d2), 0},
                              {wrong, sizeof(wrong), sizeof(wrong), 0}};
     lmc_object_key lk[4] = {keys[0], keys[1], keys[2], keys[1]};
-    load(a, lk, dst, 4, bits);
+    l2_load_sync(a, lk, dst, 4, bits);
     assert_string_equal(bits, "1110"); /* the last: a buffer of another size is a miss */
     assert_memory_equal(d0, b0, sizeof(b0));
     assert_memory_equal(d1, b1, sizeof(b1));
     assert_memory_equal(d2, b2, sizeof(b2));
 
     lmc_l2_adapter_submit_unlock(a, probe, 3);
-    assert_int_equal(status_int(a, "locked_keys"), 0);
+    assert_int_equal(l2_status_int(a, NULL, "locked_keys"), 0);
     lmc_l2_adapter_destroy(a);
 }
 
@@ -286,17 +240,17 @@ static void test_resp_store_of_an_existing_key_writes_nothing(void **state)
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 7, 0, 0, NULL);
     uint8_t b[1000], other[1000];
-    fill(b, sizeof(b), 1);
-    fill(other, sizeof(other), 99);
+    l2_fill(b, sizeof(b), 1);
+    l2_fill(other, sizeof(other), 99);
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 1000);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 1000);
     obj.data = other;
-    assert_int_equal(store(a, &k, &obj, 1), 0); /* SET NX: kept, success, 0 bytes */
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 0); /* SET NX: kept, success, 0 bytes */
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 1000);
     uint8_t d[1000];
     lmc_memory_obj dst = {d, sizeof(d), sizeof(d), 0};
     char bits[4];
-    load(a, &k, &dst, 1, bits);
+    l2_load_sync(a, &k, &dst, 1, bits);
     assert_string_equal(bits, "1");
     assert_memory_equal(d, b, sizeof(b)); /* the first value stays */
     lmc_l2_adapter_destroy(a);
@@ -310,7 +264,7 @@ static void test_resp_key_prefix_is_used(void **state)
     lmc_object_key k = l2_key("m", 8, 0, 0, NULL);
     uint8_t b[10] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), 10);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), 10);
     char rk[512];
     redis_key("t1/", &k, rk, sizeof(rk));
     assert_int_equal(redis_test_strlen(rk), 10);
@@ -326,12 +280,12 @@ static void test_resp_delete_skips_locked_keys(void **state)
     assert_non_null(a);
     lmc_object_key keys[2] = {l2_key("m", 1, 0, 0, NULL), l2_key("m", 2, 0, 0, NULL)};
     uint8_t b[2][500];
-    fill(b[0], 500, 1);
-    fill(b[1], 500, 2);
+    l2_fill(b[0], 500, 1);
+    l2_fill(b[1], 500, 2);
     lmc_memory_obj objs[2] = {{b[0], 500, 500, 0}, {b[1], 500, 500, 0}};
-    assert_int_equal(store(a, keys, objs, 2), 1000);
+    assert_int_equal(l2_store_sync(a, keys, objs, 2), 1000);
     char bits[4];
-    lookup(a, keys, 1, bits); /* locks keys[0] */
+    l2_lookup_sync(a, keys, 1, bits); /* locks keys[0] */
     assert_string_equal(bits, "1");
 
     lmc_l2_adapter_delete(a, keys, 2);
@@ -346,7 +300,7 @@ static void test_resp_delete_skips_locked_keys(void **state)
     lmc_l2_adapter_delete(a, keys, 1);
     assert_int_equal(redis_test_strlen(rk0), -1);
     assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, 0);
-    lookup(a, keys, 2, bits);
+    l2_lookup_sync(a, keys, 2, bits);
     assert_string_equal(bits, "00");
     lmc_l2_adapter_destroy(a);
 }
@@ -366,16 +320,17 @@ static void test_resp_capacity_eviction_deletes_only_own_keys(void **state)
     lmc_memory_obj objs[5];
     for (uint32_t i = 0; i < 5; i++) {
         keys[i] = l2_key("m", 100 + i, 0, 0, NULL);
-        fill(b[i], sizeof(b[i]), (uint8_t)i);
+        l2_fill(b[i], sizeof(b[i]), (uint8_t)i);
         objs[i] = (lmc_memory_obj){b[i], sizeof(b[i]), sizeof(b[i]), 0};
     }
-    assert_int_equal(store(a, keys, objs, 4), 4 * 2 * KB);
-    assert_int_equal(store(other, &keys[4], &objs[4], 1), 2 * KB); /* another writer's key */
+    assert_int_equal(l2_store_sync(a, keys, objs, 4), 4 * 2 * KB);
+    assert_int_equal(l2_store_sync(other, &keys[4], &objs[4], 1),
+                     2 * KB); /* another writer's key */
     lmc_l2_usage u = lmc_l2_adapter_get_usage(a);
     assert_int_equal(u.bytes_used, 4 * 2 * KB);
     assert_int_equal(u.capacity_bytes, (uint64_t)(0.00001 * 1024.0 * 1024.0 * 1024.0));
     assert_true(lmc_l2_usage_fraction(&u) > 0.7 && lmc_l2_usage_fraction(&u) < 0.8);
-    assert_int_equal(status_int(a, "tracked_keys"), 4);
+    assert_int_equal(l2_status_int(a, NULL, "tracked_keys"), 4);
 
     /* What the eviction controller does: delete its victims. keys[4] is not ours. */
     lmc_object_key victims[3] = {keys[0], keys[1], keys[4]};
@@ -383,7 +338,7 @@ static void test_resp_capacity_eviction_deletes_only_own_keys(void **state)
     u = lmc_l2_adapter_get_usage(a);
     assert_int_equal(u.bytes_used, 2 * 2 * KB);
     char bits[8];
-    lookup(a, keys, 5, bits);
+    l2_lookup_sync(a, keys, 5, bits);
     assert_string_equal(bits, "00111");
     lmc_l2_adapter_submit_unlock(a, keys, 5);
     lmc_l2_adapter_destroy(other);
@@ -401,20 +356,20 @@ static void test_resp_redis_restart_fails_tasks_then_reconnects(void **state)
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[4 * KB];
-    fill(b, sizeof(b), 5);
+    l2_fill(b, sizeof(b), 5);
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), sizeof(b));
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b));
     assert_true(status_bool(a, "connected"));
 
     redis_test_stop();
     uint64_t t0 = lmc_mono_ms();
-    assert_int_equal(store(a, &k, &obj, 1), -1);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), -1);
     char bits[4];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "0");
     uint8_t d[sizeof(b)];
     lmc_memory_obj dst = {d, sizeof(d), sizeof(d), 0};
-    load(a, &k, &dst, 1, bits);
+    l2_load_sync(a, &k, &dst, 1, bits);
     assert_string_equal(bits, "0");
     assert_true(lmc_mono_ms() - t0 < 3000); /* failures do not wait out long timeouts */
     assert_true(wait_healthy(a, false, 3000));
@@ -429,8 +384,8 @@ static void test_resp_redis_restart_fails_tasks_then_reconnects(void **state)
     assert_true(redis_test_start(redis_test_port(), msg, sizeof(msg)));
     assert_true(wait_healthy(a, true, 10000)); /* backoff stays <= 5 s */
     assert_true(status_bool(a, "connected"));
-    assert_int_equal(store(a, &k, &obj, 1), sizeof(b)); /* the restarted server is empty */
-    load(a, &k, &dst, 1, bits);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b)); /* the restarted server is empty */
+    l2_load_sync(a, &k, &dst, 1, bits);
     assert_string_equal(bits, "1");
     assert_memory_equal(d, b, sizeof(b));
     lmc_l2_adapter_destroy(a);
@@ -443,20 +398,20 @@ static void test_resp_stalled_redis_times_out_tasks(void **state)
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[100];
-    fill(b, sizeof(b), 5);
+    l2_fill(b, sizeof(b), 5);
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), sizeof(b));
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b));
 
     redis_test_pause(true); /* accepts bytes, answers nothing */
     uint64_t t0 = lmc_mono_ms();
     char bits[4];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "0");
     assert_true(lmc_mono_ms() - t0 < 2000);
     assert_true(wait_healthy(a, false, 3000));
     redis_test_pause(false);
     assert_true(wait_healthy(a, true, 10000));
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "1");
     lmc_l2_adapter_submit_unlock(a, &k, 1);
     lmc_l2_adapter_destroy(a);
@@ -478,20 +433,20 @@ static void test_resp_redis_down_at_start_fails_fast(void **state)
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL);
     uint8_t b[100] = {0};
     lmc_memory_obj obj = {b, sizeof(b), sizeof(b), 0};
-    assert_int_equal(store(a, &k, &obj, 1), -1);
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), -1);
     char bits[4];
-    lookup(a, &k, 1, bits);
+    l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "0");
-    load(a, &k, &obj, 1, bits);
+    l2_load_sync(a, &k, &obj, 1, bits);
     assert_string_equal(bits, "0");
     assert_true(lmc_mono_ms() - t0 < 1500);
-    assert_true(status_int(a, "failed_tasks") >= 3);
+    assert_true(l2_status_int(a, NULL, "failed_tasks") >= 3);
 
     /* Once Redis appears, the adapter finds it by itself. */
     char msg[256];
     assert_true(redis_test_start(redis_test_port(), msg, sizeof(msg)));
     assert_true(wait_healthy(a, true, 10000));
-    assert_int_equal(store(a, &k, &obj, 1), sizeof(b));
+    assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b));
     lmc_l2_adapter_destroy(a);
 }
 

@@ -35,6 +35,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
 #include "storage/l1_manager.h"
@@ -187,22 +188,7 @@ static lmc_bitmap l2_lookup(lmc_l2_adapter *a, const uint32_t *ids, size_t n)
     lmc_object_key keys[16];
     assert_true(n <= 16);
     keys_of(ids, n, keys);
-    uint64_t task = 0;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &task), LMC_OK);
-    lmc_bitmap bm = {0, NULL};
-    bool got = false;
-    for (unsigned t = 0; t < WAIT_MS && !got; t++) {
-        got = lmc_l2_adapter_take_lookup_result(a, task, &bm);
-        if (!got)
-            lmc_sleep_ns(1000 * 1000);
-    }
-    assert_true(got);
-    /* Give the locks back, so the probe itself leaves nothing behind. */
-    lmc_object_key found[16];
-    size_t k = lmc_bitmap_gather(&bm, keys, n, sizeof(keys[0]), found);
-    if (k > 0)
-        lmc_l2_adapter_submit_unlock(a, found, k);
-    return bm;
+    return l2_holds(a, keys, n);
 }
 
 /*
@@ -267,7 +253,7 @@ static lmc_bitmap wait_result(lmc_prefetch_controller *pc, int64_t id)
 {
     lmc_bitmap bm = {0, NULL};
     for (unsigned t = 0; t < WAIT_MS; t++) {
-        if (lmc_prefetch_controller_take_result(pc, id, &bm))
+        if (lmc_prefetch_controller_take_result(pc, id, &bm) == LMC_OK)
             return bm;
         lmc_sleep_ns(1000 * 1000);
     }
@@ -559,7 +545,7 @@ static void test_no_adapters_completes_at_once_with_zeros(void **state)
     assert_true(lmc_prefetch_controller_query_lookup(pc, id, &hits));
     assert_int_equal(hits, 0);
     lmc_bitmap bm;
-    assert_true(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_OK);
     assert_bits(&bm, "000");
     lmc_bitmap_free(&bm);
     assert_int_equal(lmc_l1_object_count(l1), 0);
@@ -607,14 +593,14 @@ static void test_take_returns_result_once_and_query_lookup_until_taken(void **st
     assert_int_equal(hits, 2);
 
     lmc_bitmap bm;
-    assert_true(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_OK);
     assert_bits(&bm, "110");
     lmc_bitmap_free(&bm);
     /* Popped: neither the result nor the lookup count is there any more. */
-    assert_false(lmc_prefetch_controller_take_result(pc, id, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_ERR_NOT_FOUND);
     assert_false(lmc_prefetch_controller_query_lookup(pc, id, &hits));
     /* Never-submitted ids are simply unknown. */
-    assert_false(lmc_prefetch_controller_take_result(pc, 12345, &bm));
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, 12345, &bm), LMC_ERR_NOT_FOUND);
     assert_false(lmc_prefetch_controller_query_lookup(pc, -1, &hits));
 
     finish_read(l1, ids, 2, 0);
@@ -1160,7 +1146,7 @@ static void test_busy_counts_requests_until_they_complete(void **state)
     int64_t id = submit(pc, ids, 1, 0, LMC_TRIM_PREFIX);
     assert_int_equal(lmc_prefetch_controller_busy(pc), 1);
     lmc_bitmap bm;
-    assert_false(lmc_prefetch_controller_take_result(pc, id, &bm)); /* still running */
+    assert_int_equal(lmc_prefetch_controller_take_result(pc, id, &bm), LMC_ERR_BUSY);
     bm = wait_result(pc, id);
     assert_bits(&bm, "1");
     lmc_bitmap_free(&bm);

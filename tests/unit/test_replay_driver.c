@@ -193,10 +193,9 @@ static void test_dispatcher_registers_and_rejects_duplicates(void **state)
     assert_int_equal(lmc_dispatcher_register(d, "a.b", ok_handler, &err), LMC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "handler already registered for 'a.b'"));
     assert_int_equal(lmc_dispatcher_dispatch(d, "x.y", NULL, NULL, &err), LMC_ERR_NOT_FOUND);
-    const char **names;
-    assert_int_equal(lmc_dispatcher_qualnames(d, &names), 1);
+    const char *names[1];
+    assert_int_equal(lmc_dispatcher_qualnames(d, names, 1), 1);
     assert_string_equal(names[0], "a.b");
-    free(names);
     lmc_dispatcher_destroy(d);
 }
 
@@ -204,8 +203,8 @@ static void test_default_dispatcher_has_exactly_the_six_qualnames(void **state)
 {
     (void)state;
     lmc_dispatcher *d = lmc_dispatcher_default();
-    const char **names;
-    size_t n = lmc_dispatcher_qualnames(d, &names);
+    const char *names[6];
+    size_t n = lmc_dispatcher_qualnames(d, names, 6);
     assert_int_equal(n, 6);
     static const char *const expect[] = {
         P "reserve_write",          P "finish_write",
@@ -214,7 +213,24 @@ static void test_default_dispatcher_has_exactly_the_six_qualnames(void **state)
     };
     for (size_t i = 0; i < 6; i++)
         assert_true(lmc_dispatcher_has(d, expect[i]));
-    free(names);
+    lmc_dispatcher_destroy(d);
+}
+
+static void test_dispatcher_qualnames_tells_none_from_a_short_buffer(void **state)
+{
+    (void)state;
+    lmc_dispatcher *d = lmc_dispatcher_create();
+    const char *names[2] = {"untouched", "untouched"};
+    assert_int_equal(lmc_dispatcher_qualnames(d, names, 2), 0); /* none */
+    assert_string_equal(names[0], "untouched");
+    assert_int_equal(lmc_dispatcher_register(d, "a.b", ok_handler, NULL), LMC_OK);
+    assert_int_equal(lmc_dispatcher_register(d, "c.d", ok_handler, NULL), LMC_OK);
+    assert_int_equal(lmc_dispatcher_register(d, "e.f", ok_handler, NULL), LMC_OK);
+    assert_int_equal(lmc_dispatcher_qualnames(d, NULL, 0), 3); /* the count alone */
+    /* A short buffer gets the first names in registration order, and the full count. */
+    assert_int_equal(lmc_dispatcher_qualnames(d, names, 2), 3);
+    assert_string_equal(names[0], "a.b");
+    assert_string_equal(names[1], "c.d");
     lmc_dispatcher_destroy(d);
 }
 
@@ -364,14 +380,13 @@ typedef struct counts {
     size_t calls, failed, skipped;
 } counts;
 
-static void count_records(const char *q, double lat, bool failed, bool skipped, void *ud)
+static void count_records(const lmc_replay_record_view *rec, void *ud)
 {
-    (void)q;
-    (void)lat;
     counts *c = ud;
     c->calls++;
-    c->failed += failed;
-    c->skipped += skipped;
+    c->failed += rec->failed;
+    c->skipped += rec->skipped;
+    assert_int_equal(rec->index, c->calls); /* 1-based, one per report */
 }
 
 static void test_reserve_and_finish_write_replay_with_matching_digest(void **state)
@@ -581,14 +596,15 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatcher_registers_and_rejects_duplicates),
         cmocka_unit_test(test_default_dispatcher_has_exactly_the_six_qualnames),
+        cmocka_unit_test(test_dispatcher_qualnames_tells_none_from_a_short_buffer),
         cmocka_unit_test(test_read_contexts_pair_first_in_first_out),
         cmocka_unit_test(test_keys_scattered_in_memory_pair_like_keys_in_one_array),
         cmocka_unit_test(test_exit_without_enter_only_warns),
         cmocka_unit_test(test_dangling_contexts_are_closed_at_the_end),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_unknown_qualnames_are_skipped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failing_handler_is_counted_as_failed, setup,
                                         teardown),

@@ -21,6 +21,13 @@
 
 #define KB 1024
 
+/* Under ASan an impossible calloc must return NULL, as it does in libc. */
+const char *__asan_default_options(void);
+const char *__asan_default_options(void)
+{
+    return "allocator_may_return_null=1";
+}
+
 static void test_reserve_write_new_mode_rejects_existing_key(void **state)
 {
     (void)state;
@@ -139,7 +146,7 @@ static void test_prefix_prefetch_keeps_leading_l1_hits_and_releases_the_rest(voi
     assert_int_equal(h.prefetch_request_id, -1); /* no L2 adapter */
     assert_int_equal(h.l1_found_count, 2);
     lmc_bitmap bm;
-    assert_true(lmc_sm_query_prefetch_status(sm, &h, &bm));
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_OK);
     assert_int_equal(lmc_bitmap_count_leading_ones(&bm), 2);
     assert_false(lmc_bitmap_test(&bm, 3));
     lmc_bitmap_free(&bm);
@@ -166,7 +173,7 @@ static void test_sparse_prefetch_keeps_every_l1_hit(void **state)
     lmc_sm_submit_prefetch_task(sm, k, 4, &lay, 2, "req", LMC_TRIM_SPARSE, &h, NULL);
     assert_int_equal(h.l1_found_count, 3);
     lmc_bitmap bm;
-    assert_true(lmc_sm_query_prefetch_status(sm, &h, &bm));
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_OK);
     char s[8];
     lmc_bitmap_to_string(&bm, s, sizeof(s));
     assert_string_equal(s, "1011");
@@ -265,7 +272,7 @@ static void round_trip_through_l2(const char *adapter_json, bool expect_temporar
     assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
     lmc_bitmap_free(&bm);
     /* The L2 result is consumed: a second query sees nothing. */
-    assert_false(lmc_sm_query_prefetch_status(sm, &h, &bm));
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_ERR_NOT_FOUND);
 
     lmc_sm_read_ctx ctx;
     lmc_sm_read_prefetched_enter(sm, k, N, &ctx);
@@ -302,6 +309,75 @@ static void test_prefetch_round_trip_through_mock_adapter(void **state)
     (void)state;
     round_trip_through_l2("{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": 10}",
                           true);
+}
+
+/*
+ * A StorageManager over one mock L2 adapter (bandwidth_gb GB/s), with n
+ * keys stored to L2, dropped from L1, and a prefetch of them submitted.
+ */
+static lmc_storage_manager *prefetch_from_l2(const char *bandwidth_gb, lmc_object_key *k, size_t n,
+                                             const lmc_layout_desc *lay, lmc_prefetch_handle *h)
+{
+    char json[128];
+    snprintf(json, sizeof(json),
+             "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": %s}", bandwidth_gb);
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    assert_int_equal(sm_test_store(sm, k, n, lay), n);
+    assert_true(lmc_sm_wait_idle(sm, 5000));
+    assert_int_equal(lmc_sm_clear(sm, false), n);
+    assert_int_equal(lmc_sm_submit_prefetch_task(sm, k, n, lay, 0, "r", LMC_TRIM_PREFIX, h, NULL),
+                     LMC_OK);
+    assert_true(h->prefetch_request_id >= 0);
+    return sm;
+}
+
+static void test_prefetch_status_out_of_memory_keeps_the_l2_result(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    lmc_object_key k[N];
+    sm_test_keys(k, N, 650);
+    lmc_layout_desc lay = sm_test_layout(4 * KB);
+    lmc_prefetch_handle h;
+    lmc_storage_manager *sm = prefetch_from_l2("10", k, N, &lay, &h);
+    assert_true(lmc_sm_wait_idle(sm, 5000)); /* the L2 result is in */
+
+    /* The same request, but its answer's bitmap (SIZE_MAX bits) cannot be allocated. */
+    lmc_prefetch_handle huge = h;
+    huge.total_requested_keys = SIZE_MAX;
+    lmc_bitmap bm;
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &huge, &bm), LMC_ERR_NOMEM);
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &huge, &bm), LMC_ERR_NOMEM);
+    /* Nothing was lost: the next query with memory collects every L2 hit. */
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_OK);
+    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
+    lmc_bitmap_free(&bm);
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_ERR_NOT_FOUND);
+    lmc_sm_finish_read_prefetched(sm, k, N, 0, NULL);
+    assert_true(lmc_sm_memcheck(sm, NULL, 0));
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_destroy(sm);
+}
+
+static void test_prefetch_status_is_busy_while_the_l2_part_runs(void **state)
+{
+    (void)state;
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 660);
+    lmc_layout_desc lay = sm_test_layout(64 * KB);
+    lmc_prefetch_handle h;
+    /* 1 MB/s: loading 64 KiB takes about 60 ms, long after the first query. */
+    lmc_storage_manager *sm = prefetch_from_l2("0.001", k, 1, &lay, &h);
+    lmc_bitmap bm;
+    assert_int_equal(lmc_sm_query_prefetch_status(sm, &h, &bm), LMC_ERR_BUSY);
+    sm_test_wait_prefetch(sm, &h, &bm);
+    assert_int_equal(lmc_bitmap_popcount(&bm), 1);
+    lmc_bitmap_free(&bm);
+    lmc_sm_finish_read_prefetched(sm, k, 1, 0, NULL);
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_destroy(sm);
 }
 
 static void test_prefetch_retain_policy_keeps_objects_in_l1(void **state)
@@ -479,12 +555,16 @@ static void test_destroy_with_prefetches_and_stores_in_flight_leaks_nothing(void
     lmc_object_key k[N];
     sm_test_keys(k, N, 70000);
     lmc_layout_desc lay = sm_test_layout(64 * KB);
-    sm_test_store(sm, k, N, &lay); /* slow stores now in flight */
+    assert_int_equal(sm_test_store(sm, k, N, &lay), N); /* slow stores now in flight */
     lmc_object_key other[N];
     sm_test_keys(other, N, 80000);
     lmc_prefetch_handle h;
-    lmc_sm_submit_prefetch_task(sm, other, N, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    assert_int_equal(
+        lmc_sm_submit_prefetch_task(sm, other, N, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL), LMC_OK);
+    assert_int_equal(h.l1_found_count, 0);
+    assert_true(h.prefetch_request_id >= 0); /* the keys went to L2: a prefetch in flight */
     lmc_prefetch_handle_clear(&h);
+    assert_true(lmc_sm_memcheck(sm, NULL, 0));
     lmc_sm_destroy(sm); /* ASan reports any leak or use after free */
 }
 
@@ -502,6 +582,8 @@ int main(void)
         cmocka_unit_test(test_read_context_success_keeps_locks_for_finish_read),
         cmocka_unit_test(test_prefetch_round_trip_through_fs_adapter),
         cmocka_unit_test(test_prefetch_round_trip_through_mock_adapter),
+        cmocka_unit_test(test_prefetch_status_out_of_memory_keeps_the_l2_result),
+        cmocka_unit_test(test_prefetch_status_is_busy_while_the_l2_part_runs),
         cmocka_unit_test(test_prefetch_retain_policy_keeps_objects_in_l1),
         cmocka_unit_test(test_skip_l1_store_policy_deletes_from_l1_after_store),
         cmocka_unit_test(test_fs_adapter_data_survives_a_restart),

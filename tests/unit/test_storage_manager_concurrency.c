@@ -74,7 +74,7 @@ static void do_read(worker *w)
     lmc_bitmap bm;
     uint64_t deadline = lmc_mono_ms() + 5000;
     bool ready;
-    while (!(ready = lmc_sm_query_prefetch_status(w->s->sm, &h, &bm)) &&
+    while (!(ready = (lmc_sm_query_prefetch_status(w->s->sm, &h, &bm) == LMC_OK)) &&
            lmc_mono_ms() < deadline)
         lmc_sleep_ns(100 * 1000);
     assert_true(ready);

@@ -25,6 +25,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "lmcache/bitmap.h"
 #include "storage/l1_manager.h"
@@ -197,20 +198,8 @@ static lmc_l2_adapter *make_mock(double bandwidth_gb)
 /* How many of keys the adapter holds (lookup, then unlock what it locked). */
 static size_t l2_count(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n)
 {
-    uint64_t id = 0;
-    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
-    lmc_bitmap bm = {0};
-    uint64_t deadline = lmc_mono_ms() + WAIT_MS;
-    while (!lmc_l2_adapter_take_lookup_result(a, id, &bm)) {
-        if (lmc_mono_ms() >= deadline)
-            fail_msg("lookup task %llu did not complete", (unsigned long long)id);
-        lmc_sleep_ns(1000000);
-    }
+    lmc_bitmap bm = l2_holds(a, keys, n);
     size_t found = lmc_bitmap_popcount(&bm);
-    for (size_t i = 0; i < n; i++) {
-        if (lmc_bitmap_test(&bm, i))
-            lmc_l2_adapter_submit_unlock(a, &keys[i], 1);
-    }
     lmc_bitmap_free(&bm);
     return found;
 }

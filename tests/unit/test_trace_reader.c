@@ -366,16 +366,48 @@ static void test_peek_int_arg_reads_an_int_of_the_peeked_record(void **state)
     double t;
     const char *q;
     size_t qn;
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i"), 0); /* nothing peeked yet */
+    int64_t v = -1;
+    /* nothing peeked yet */
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i", &v), LMC_ERR_INVALID);
     assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i"), 0);
+    /* found, and its value is 0: no longer the same answer as "absent" */
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i", &v), LMC_OK);
+    assert_int_equal(v, 0);
     assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
     assert_memory_equal(q, "marker", 6);
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count"), 5);
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "why"), 0);   /* not an int */
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "other"), 0); /* absent */
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count", &v), LMC_OK);
+    assert_int_equal(v, 5);
+    v = -1;
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "why", &v), LMC_ERR_NOT_FOUND);   /* a str */
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "other", &v), LMC_ERR_NOT_FOUND); /* absent */
+    assert_int_equal(v, -1); /* untouched when not found */
     assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_ERR_EOF);
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count"), 0);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "dropped_count", &v), LMC_ERR_INVALID);
+    lmc_trace_reader_close(r);
+}
+
+static void test_peek_int_arg_of_a_record_whose_args_do_not_decode_is_a_format_error(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 0);
+    size_t start = sb.size;
+    put_record(&sb, QUAL("finish_write"), 3);
+    /* The key's kv_rank (the int after "kv_rank") becomes nil: the record still peeks. */
+    static const char rank[] = "\xa7kv_rank";
+    char *at = memmem(sb.data + start, sb.size - start, rank, sizeof(rank) - 1);
+    assert_non_null(at);
+    at[sizeof(rank) - 1] = (char)0xc0;
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    double t;
+    const char *q;
+    size_t qn;
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    int64_t v = -1;
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i", &v), LMC_ERR_FORMAT);
+    assert_int_equal(v, -1);
     lmc_trace_reader_close(r);
 }
 
@@ -967,6 +999,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_records_come_back_in_order_with_decoded_args, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_peek_pass_gives_qualnames_and_times, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_peek_int_arg_of_a_record_whose_args_do_not_decode_is_a_format_error, setup,
+            teardown),
         cmocka_unit_test_setup_teardown(test_peek_int_arg_reads_an_int_of_the_peeked_record, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_truncated_length_prefix_ends_the_stream_with_a_warning,

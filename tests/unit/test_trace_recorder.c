@@ -62,6 +62,12 @@ static int teardown(void **state)
     return 0;
 }
 
+/* One captured call with keys only (the gate may be off: tests call the capture directly). */
+static void capture_keys(lmc_trace_op op, const lmc_object_key *keys, size_t n)
+{
+    lmc_trace_capture(op, &(const lmc_trace_capture_args){.keys = keys, .n_keys = n});
+}
+
 /* Open a recorder on the fixture's bus, as the lifecycle helper does. */
 static lmc_trace_recorder *record_to(fixture *f)
 {
@@ -278,8 +284,8 @@ static void test_truncated_tail_reads_the_complete_records(void **state)
     lmc_trace_recorder *r = record_to(f);
     lmc_object_key k[2];
     sm_test_keys(k, 2, 300);
-    lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
-    lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+    capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+    capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
     finish(f, r);
     struct stat st;
     assert_int_equal(stat(f->path, &st), 0);
@@ -325,7 +331,7 @@ static void test_bus_stop_alone_flushes_and_closes_the_file(void **state)
     lmc_trace_recorder *r = record_to(f);
     lmc_object_key k[1];
     sm_test_keys(k, 1, 400);
-    lmc_trace_capture_keys(LMC_TRACE_OP_READ_ENTER, k, 1);
+    capture_keys(LMC_TRACE_OP_READ_ENTER, k, 1);
     lmc_event_bus_stop(f->bus);
     assert_true(lmc_trace_recorder_closed(r));
     assert_false(lmc_trace_enabled());
@@ -352,7 +358,7 @@ static void *traced_calls(void *p)
         memcpy(h + 4, &i, 4);
         lmc_object_key k;
         lmc_object_key_make(&k, h, sizeof(h), "m", 0, 0, "", NULL);
-        lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, &k, 1);
+        capture_keys(LMC_TRACE_OP_FINISH_WRITE, &k, 1);
     }
     return NULL;
 }
@@ -402,7 +408,7 @@ static void test_queue_overflow_is_counted_exactly(void **state)
     lmc_object_key k[1];
     sm_test_keys(k, 1, 500);
     for (int i = 0; i < 10; i++) /* the bus is not started: nothing drains */
-        lmc_trace_capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 1);
+        capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 1);
     assert_int_equal(lmc_event_bus_dropped(small), 5);
     lmc_event_bus_stop(small); /* final drain: 5 records */
     lmc_log_set_level(LMC_LOG_INFO);
@@ -467,7 +473,7 @@ static void test_file_ends_at_its_last_frame_and_preallocation_is_given_back(voi
     lmc_layout_desc lay = sm_test_layout(4096);
     /* Over 1 MiB of records: several batches, and space reserved ahead. */
     for (int i = 0; i < 600; i++)
-        LMC_TRACE_RESERVE_WRITE(k, 16, &lay, LMC_WRITE_NEW);
+        LMC_TRACE(RESERVE_WRITE, .keys = k, .n_keys = 16, .layout = &lay, .mode = LMC_WRITE_NEW);
     uint64_t deadline = lmc_mono_ns() + 5000000000ull;
     while (lmc_event_bus_delivered(f->bus) < 600 && lmc_mono_ns() < deadline)
         lmc_sleep_ns(1000000);
@@ -502,9 +508,9 @@ static void test_record_t_wall_is_the_header_wall_start_plus_t_mono(void **state
     lmc_object_key k[1];
     sm_test_keys(k, 1, 3);
     double before = lmc_wall_s();
-    LMC_TRACE_FINISH_WRITE(k, 1);
+    LMC_TRACE(FINISH_WRITE, .keys = k, .n_keys = 1);
     lmc_sleep_ns(20000000);
-    LMC_TRACE_FINISH_WRITE(k, 1);
+    LMC_TRACE(FINISH_WRITE, .keys = k, .n_keys = 1);
     double after = lmc_wall_s();
     finish(f, r);
 

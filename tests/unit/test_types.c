@@ -566,9 +566,13 @@ static void test_prefetch_handle_empty_arrays_are_null(void **state)
 static void test_prefetch_handle_clear_on_zeroed_handle(void **state)
 {
     (void)state;
-    lmc_prefetch_handle h;
+    lmc_prefetch_handle h, zero;
     memset(&h, 0, sizeof(h));
+    memset(&zero, 0, sizeof(zero));
     lmc_prefetch_handle_clear(&h);
+    assert_memory_equal(&h, &zero, sizeof(h)); /* still empty, nothing freed twice */
+    lmc_prefetch_handle_clear(&h);
+    assert_memory_equal(&h, &zero, sizeof(h));
     lmc_prefetch_handle_clear(NULL);
 }
 

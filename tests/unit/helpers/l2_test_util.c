@@ -3,6 +3,14 @@
  */
 #include "helpers/l2_test_util.h"
 
+// clang-format off
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+// clang-format on
+
 #include <ftw.h>
 #include <poll.h>
 #include <stdarg.h>
@@ -82,6 +90,78 @@ bool l2_wait_store(lmc_l2_adapter *a, uint64_t task_id, int64_t *result)
         return false;
     *result = r.result;
     return true;
+}
+
+int64_t l2_store_sync(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
+                      size_t n)
+{
+    uint64_t id;
+    int64_t result = -2;
+    assert_int_equal(lmc_l2_adapter_submit_store(a, keys, objs, n, &id), LMC_OK);
+    assert_true(l2_wait_store(a, id, &result));
+    return result;
+}
+
+void l2_lookup_sync(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n, char *bits)
+{
+    uint64_t id;
+    lmc_bitmap bm;
+    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
+    assert_true(l2_wait_lookup(a, id, &bm));
+    lmc_bitmap_to_string(&bm, bits, n + 1);
+    lmc_bitmap_free(&bm);
+}
+
+void l2_load_sync(lmc_l2_adapter *a, const lmc_object_key *keys, const lmc_memory_obj *objs,
+                  size_t n, char *bits)
+{
+    uint64_t id;
+    lmc_bitmap bm;
+    assert_int_equal(lmc_l2_adapter_submit_load(a, keys, objs, n, &id), LMC_OK);
+    assert_true(l2_wait_load(a, id, &bm));
+    lmc_bitmap_to_string(&bm, bits, n + 1);
+    lmc_bitmap_free(&bm);
+}
+
+bool l2_poll_take(lmc_l2_adapter *a, l2_take_fn take, uint64_t task_id, lmc_bitmap *out)
+{
+    long long deadline = now_ms() + L2_WAIT_MS;
+    while (!take(a, task_id, out)) {
+        if (now_ms() > deadline)
+            return false;
+        struct timespec ts = {0, 200000}; /* 0.2 ms */
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+lmc_bitmap l2_holds(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n)
+{
+    uint64_t id = 0;
+    assert_int_equal(lmc_l2_adapter_submit_lookup(a, keys, n, &id), LMC_OK);
+    lmc_bitmap bm = {0, NULL};
+    assert_true(l2_poll_take(a, lmc_l2_adapter_take_lookup_result, id, &bm));
+    for (size_t i = 0; i < n; i++)
+        if (lmc_bitmap_test(&bm, i))
+            lmc_l2_adapter_submit_unlock(a, &keys[i], 1);
+    return bm;
+}
+
+void l2_fill(uint8_t *buf, size_t n, uint8_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        buf[i] = (uint8_t)(seed + i * 7);
+}
+
+int64_t l2_status_int(lmc_l2_adapter *a, const char *object, const char *field)
+{
+    lmc_json *s = lmc_l2_adapter_report_status(a);
+    assert_non_null(s);
+    const lmc_json *o = object != NULL ? lmc_json_object_get(s, object) : s;
+    const lmc_json *v = o != NULL ? lmc_json_object_get(o, field) : NULL;
+    int64_t r = v != NULL ? lmc_json_get_int(v) : -1;
+    lmc_json_free(s);
+    return r;
 }
 
 lmc_object_key l2_key(const char *model, uint32_t hash, int64_t kv_rank, int64_t group,

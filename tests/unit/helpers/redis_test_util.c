@@ -7,16 +7,16 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "core/net.h"
 
 static pid_t g_pid = -1;
 static int g_port;
@@ -44,22 +44,6 @@ static bool in_path(const char *prog)
             p++;
     }
     return false;
-}
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {
-        .sin_family = AF_INET, .sin_port = 0, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-        port = ntohs(a.sin_port);
-    close(fd);
-    return port;
 }
 
 static redisContext *connect_port(int port)
@@ -127,9 +111,10 @@ bool redis_test_start(int port, char *err, size_t len)
     }
     redis_test_stop();
     for (int attempt = 0; attempt < 5; attempt++) {
-        int p = port > 0 ? port : free_port();
-        if (p <= 0) {
-            snprintf(err, len, "no free loopback port: %s", strerror(errno));
+        int p = port;
+        lmc_error e;
+        if (p <= 0 && lmc_net_free_loopback_port(&p, &e) != LMC_OK) {
+            snprintf(err, len, "%s", e.msg);
             return false;
         }
         g_pid = spawn(p);

@@ -103,7 +103,7 @@ void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h
                            lmc_bitmap *out)
 {
     uint64_t deadline = lmc_mono_ms() + 5000;
-    while (!lmc_sm_query_prefetch_status(sm, h, out)) {
+    while (lmc_sm_query_prefetch_status(sm, h, out) != LMC_OK) {
         if (lmc_mono_ms() > deadline) {
             print_error("prefetch did not complete within 5 s\n");
             fail();

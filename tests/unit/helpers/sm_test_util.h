@@ -33,7 +33,7 @@ size_t sm_test_store(lmc_storage_manager *sm, const lmc_object_key *keys, size_t
 /* The byte the pattern puts at offset off of key's object. */
 uint8_t sm_test_pattern(const lmc_object_key *key, uint64_t off);
 
-/* Poll query_prefetch_status until ready (max 5 s); fails the test on timeout. */
+/* Poll query_prefetch_status until LMC_OK (max 5 s); fails the test on timeout. */
 void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h,
                            lmc_bitmap *out);
 
