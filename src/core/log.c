@@ -16,24 +16,31 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/names.h"
+
 static atomic_int g_level = -1; /* -1: not read from the environment yet */
 static pthread_mutex_t g_sink_lock = PTHREAD_MUTEX_INITIALIZER;
 static lmc_log_sink g_sink;
 static void *g_sink_ud;
 
+/* The one table of level names: each level's own name (what is printed), and accepted aliases. */
+static const struct {
+    const char *name;
+    lmc_log_level level;
+    bool alias;
+} g_levels[] = {
+    {"DEBUG", LMC_LOG_DEBUG, false},     {"INFO", LMC_LOG_INFO, false},
+    {"WARNING", LMC_LOG_WARNING, false}, {"WARN", LMC_LOG_WARNING, true},
+    {"ERROR", LMC_LOG_ERROR, false},     {"CRITICAL", LMC_LOG_ERROR, true},
+    {"OFF", LMC_LOG_OFF, false},
+};
+#define N_LEVELS (sizeof(g_levels) / sizeof(g_levels[0]))
+
 bool lmc_log_level_parse(const char *s, lmc_log_level *out)
 {
-    static const struct {
-        const char *name;
-        lmc_log_level level;
-    } names[] = {
-        {"DEBUG", LMC_LOG_DEBUG},     {"INFO", LMC_LOG_INFO},   {"WARNING", LMC_LOG_WARNING},
-        {"WARN", LMC_LOG_WARNING},    {"ERROR", LMC_LOG_ERROR}, {"CRITICAL", LMC_LOG_ERROR},
-        {"OFF", LMC_LOG_OFF},
-    };
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        if (strcasecmp(s, names[i].name) == 0) {
-            *out = names[i].level;
+    for (size_t i = 0; i < N_LEVELS; i++) {
+        if (strcasecmp(s, g_levels[i].name) == 0) {
+            *out = g_levels[i].level;
             return true;
         }
     }
@@ -42,12 +49,9 @@ bool lmc_log_level_parse(const char *s, lmc_log_level *out)
 
 const char *lmc_log_level_name(lmc_log_level level)
 {
-    switch (level) {
-    case LMC_LOG_DEBUG: return "DEBUG";
-    case LMC_LOG_INFO: return "INFO";
-    case LMC_LOG_WARNING: return "WARNING";
-    case LMC_LOG_ERROR: return "ERROR";
-    case LMC_LOG_OFF: return "OFF";
+    for (size_t i = 0; i < N_LEVELS; i++) {
+        if (g_levels[i].level == level && !g_levels[i].alias)
+            return g_levels[i].name;
     }
     return "?";
 }
@@ -57,8 +61,13 @@ void lmc_log_init_from_env(void)
     lmc_log_level level = LMC_LOG_INFO;
     const char *env = getenv("LMCACHE_LOG_LEVEL");
     if (env != NULL && *env != '\0' && !lmc_log_level_parse(env, &level)) {
-        fprintf(stderr, "lmcache: LMCACHE_LOG_LEVEL='%s' is not one of DEBUG, INFO, WARNING, "
-                        "ERROR, OFF; using INFO\n", env);
+        const char *names[N_LEVELS];
+        for (size_t i = 0; i < N_LEVELS; i++)
+            names[i] = g_levels[i].alias ? NULL : g_levels[i].name;
+        char expected[128];
+        lmc_names_join(names, N_LEVELS, ", ", NULL, expected, sizeof(expected));
+        fprintf(stderr, "lmcache: LMCACHE_LOG_LEVEL='%s' is not one of %s; using INFO\n", env,
+                expected);
         level = LMC_LOG_INFO;
     }
     atomic_store(&g_level, (int)level);

@@ -24,6 +24,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "core/names.h"
+
 /* How much of an offending value an error message quotes. */
 #define QUOTE_MAX 96
 
@@ -516,38 +518,32 @@ bool lmc_layout_desc_equal(const lmc_layout_desc *a, const lmc_layout_desc *b)
 /* TrimPolicy, L1 errors                                                   */
 /* ---------------------------------------------------------------------- */
 
+/* The one list of TrimPolicy names, indexed by lmc_trim_policy (0 is no policy). */
+static const char *const g_trim_policies[] = {
+    [LMC_TRIM_PREFIX] = "PREFIX",
+    [LMC_TRIM_SEGMENTED_PREFIX] = "SEGMENTED_PREFIX",
+    [LMC_TRIM_SPARSE] = "SPARSE",
+};
+#define N_TRIM_POLICIES (sizeof(g_trim_policies) / sizeof(g_trim_policies[0]))
+
 const char *lmc_trim_policy_name(lmc_trim_policy p)
 {
-    switch (p) {
-    case LMC_TRIM_PREFIX:
-        return "PREFIX";
-    case LMC_TRIM_SEGMENTED_PREFIX:
-        return "SEGMENTED_PREFIX";
-    case LMC_TRIM_SPARSE:
-        return "SPARSE";
-    }
-    return NULL;
+    return (size_t)p < N_TRIM_POLICIES ? g_trim_policies[p] : NULL;
 }
 
 lmc_status lmc_trim_policy_from_name(const char *name, size_t len, lmc_trim_policy *out,
                                      lmc_error *err)
 {
-    static const lmc_trim_policy all[] = {LMC_TRIM_PREFIX, LMC_TRIM_SEGMENTED_PREFIX,
-                                          LMC_TRIM_SPARSE};
     if (name == NULL) {
         name = "";
         len = 0;
     }
-    for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
-        if (name_is(name, len, lmc_trim_policy_name(all[i]))) {
-            *out = all[i];
-            return LMC_OK;
-        }
-    }
-    return lmc_error_set(err, LMC_ERR_INVALID,
-                         "unknown TrimPolicy '%.*s%s' (expected PREFIX, SEGMENTED_PREFIX or "
-                         "SPARSE)",
-                         QUOTE_ARGS(name, len));
+    size_t i;
+    lmc_status st =
+        lmc_names_parse(g_trim_policies, N_TRIM_POLICIES, "TrimPolicy", name, len, &i, err);
+    if (st == LMC_OK)
+        *out = (lmc_trim_policy)i;
+    return st;
 }
 
 const char *lmc_l1_error_name(lmc_l1_error e)

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 
 #define COMPONENT "l2"
 
@@ -329,54 +329,38 @@ static void abort_task(lmc_l2_adapter *a, lmc_l2_task_kind kind)
     pthread_mutex_unlock(&a->results_lock);
 }
 
-static lmc_status check_args(const lmc_object_key *keys, const lmc_memory_obj *objs, bool need_objs,
-                             size_t n, const uint64_t *task_id)
+/* Reserve the result slot, hand the task to the type, and give the slot back if it refuses. */
+static lmc_status submit(lmc_l2_adapter *a, lmc_l2_task_kind kind, const lmc_object_key *keys,
+                         const lmc_memory_obj *objs, size_t n, uint64_t *task_id)
 {
+    bool need_objs = kind != LMC_L2_TASK_LOOKUP;
     if (task_id == NULL || (n > 0 && keys == NULL) || (need_objs && n > 0 && objs == NULL))
         return LMC_ERR_INVALID;
-    return LMC_OK;
+    lmc_status st = begin_task(a, kind, task_id);
+    if (st != LMC_OK)
+        return st;
+    st = a->ops->submit(a->impl, kind, *task_id, keys, need_objs ? objs : NULL, n);
+    if (st != LMC_OK)
+        abort_task(a, kind);
+    return st;
 }
 
 lmc_status lmc_l2_adapter_submit_store(lmc_l2_adapter *a, const lmc_object_key *keys,
                                        const lmc_memory_obj *objs, size_t n, uint64_t *task_id)
 {
-    lmc_status st = check_args(keys, objs, true, n, task_id);
-    if (st == LMC_OK)
-        st = begin_task(a, LMC_L2_TASK_STORE, task_id);
-    if (st != LMC_OK)
-        return st;
-    st = a->ops->submit_store(a->impl, *task_id, keys, objs, n);
-    if (st != LMC_OK)
-        abort_task(a, LMC_L2_TASK_STORE);
-    return st;
+    return submit(a, LMC_L2_TASK_STORE, keys, objs, n, task_id);
 }
 
 lmc_status lmc_l2_adapter_submit_lookup(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n,
                                         uint64_t *task_id)
 {
-    lmc_status st = check_args(keys, NULL, false, n, task_id);
-    if (st == LMC_OK)
-        st = begin_task(a, LMC_L2_TASK_LOOKUP, task_id);
-    if (st != LMC_OK)
-        return st;
-    st = a->ops->submit_lookup(a->impl, *task_id, keys, n);
-    if (st != LMC_OK)
-        abort_task(a, LMC_L2_TASK_LOOKUP);
-    return st;
+    return submit(a, LMC_L2_TASK_LOOKUP, keys, NULL, n, task_id);
 }
 
 lmc_status lmc_l2_adapter_submit_load(lmc_l2_adapter *a, const lmc_object_key *keys,
                                       const lmc_memory_obj *objs, size_t n, uint64_t *task_id)
 {
-    lmc_status st = check_args(keys, objs, true, n, task_id);
-    if (st == LMC_OK)
-        st = begin_task(a, LMC_L2_TASK_LOAD, task_id);
-    if (st != LMC_OK)
-        return st;
-    st = a->ops->submit_load(a->impl, *task_id, keys, objs, n);
-    if (st != LMC_OK)
-        abort_task(a, LMC_L2_TASK_LOAD);
-    return st;
+    return submit(a, LMC_L2_TASK_LOAD, keys, objs, n, task_id);
 }
 
 void lmc_l2_adapter_submit_unlock(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n)

@@ -5,23 +5,21 @@
  * eviction, persist_enabled, serde) and the field helpers the types use for
  * their own keys, so that every message has the same shape:
  *   --l2-adapter: field 'base_path' of type 'fs' is required
- * Pure functions over a borrowed lmc_json; any thread.
+ * Pure functions over a borrowed lmc_json; any thread. Eviction policy
+ * names are the eviction registry's (storage/eviction.h).
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
+#include "storage/eviction.h"
 
 #define PREFIX "--l2-adapter"
 
 static const char *const g_common_keys[] = {"type",  "shared", "eviction", "persist_enabled",
                                             "serde", NULL};
-
-static const char *const g_eviction_policies[] = {"LRU",         "ARC",  "S3FIFO",
-                                                  "IsolatedLRU", "noop", NULL};
-#define EVICTION_POLICY_LIST "LRU, ARC, S3FIFO, IsolatedLRU, noop"
 
 static const char *const g_eviction_keys[] = {"eviction_policy",        "trigger_watermark",
                                               "eviction_ratio",         "extra_logging_enabled",
@@ -193,9 +191,11 @@ static lmc_status check_eviction(const lmc_json *ev, const char *type, lmc_error
     if (policy == NULL)
         return missing(err, type, "eviction.eviction_policy");
     const char *name = lmc_json_get_string(policy, NULL);
-    if (name == NULL || !in_list(g_eviction_policies, name))
-        return lmc_l2_config_bad_value(err, type, "eviction.eviction_policy", policy,
-                                       "one of " EVICTION_POLICY_LIST);
+    if (name == NULL || lmc_eviction_find(name) == NULL) {
+        char expectation[300];
+        snprintf(expectation, sizeof(expectation), "one of %s", lmc_eviction_policy_list());
+        return lmc_l2_config_bad_value(err, type, "eviction.eviction_policy", policy, expectation);
+    }
     lmc_status st = check_fraction(ev, type, "trigger_watermark", err);
     if (st == LMC_OK)
         st = check_fraction(ev, type, "eviction_ratio", err);

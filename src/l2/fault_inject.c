@@ -4,18 +4,19 @@
  * or complete late, for reliability tests (as LMCache's fault_inject).
  *
  * Owns: the inner adapter (built from the "inner" config), the forwarded
- * tasks still running in it (`pending`), the finished ones held back by an
- * injected delay (`delayed`, sorted by due time), the seeded PRNG and the
- * fault counters.
+ * tasks still running in it (`pending`; each task's tag is its id on the
+ * inner), the seeded PRNG and the fault counters. The finished tasks held
+ * back by an injected delay are deferred in its worker (l2/worker.h).
  *
  * Threads: submissions are forwarded to the inner adapter on the caller's
  * thread, the fault decisions drawn from the PRNG at the same time. One
- * worker, "l2-fi-<n>", polls the inner adapter's three eventfds, collects
- * its results, applies the decided faults and completes each task on this
- * adapter's base. `lock` guards the PRNG, both lists and the stop flag; it
- * is held across the inner submit so the worker never sees an inner result
- * before the task that maps it back. Inner listener notifications are
- * forwarded to this base (usage and listeners) on the inner's thread.
+ * worker, "l2-fi-<n>", waits in its idle hook on the inner adapter's three
+ * eventfds, collects its results, applies the decided faults and completes
+ * each task on this adapter's base (a delayed one when it is due). `lock`
+ * guards the PRNG and `pending`; it is held across the inner submit so the
+ * worker never sees an inner result before the task that maps it back.
+ * Inner listener notifications are forwarded to this base (usage and
+ * listeners) on the inner's thread.
  *
  * A failed lookup still ran in the inner adapter and locked what it found:
  * those locks are released here (the caller sees no hit, so never
@@ -24,18 +25,18 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
+#include "l2/worker.h"
 
 #define COMPONENT "l2-fault-inject"
 #define TYPE "fault_inject"
@@ -44,40 +45,24 @@ enum { FAULT_STORE_FAIL, FAULT_LOOKUP_FAIL, FAULT_LOAD_FAIL, FAULT_DELAYED, N_FA
 static const char *const g_fault_names[N_FAULTS] = {"store_fail", "lookup_fail", "load_fail",
                                                     "delayed"};
 
-typedef struct fi_task {
-    struct fi_task *next;
-    lmc_l2_task_kind kind;
-    uint64_t id;       /* on this adapter */
-    uint64_t inner_id; /* on the inner adapter */
-    bool fail;
-    bool delay;
-    uint64_t due_ns;
-    size_t n;
-    lmc_object_key *keys; /* lookup: to release the inner locks of a failed one */
-    int64_t result;       /* store */
-    lmc_bitmap bitmap;    /* lookup and load, once the inner result is in */
-} fi_task;
+/* lmc_l2_task.flags: the faults decided at submission. */
+#define FI_FAIL 1u  /* reported as failed */
+#define FI_DELAY 2u /* completed delay_ns after the inner finished */
 
 typedef struct fi_adapter {
     lmc_l2_adapter *base;
-    lmc_l2_adapter *inner;
-    double rate[3]; /* fail rate per lmc_l2_task_kind */
+    lmc_l2_adapter *inner; /* NULL once destroy has closed it */
+    double rate[3];        /* fail rate per lmc_l2_task_kind */
     double delay_rate;
     uint64_t delay_ns;
-    unsigned instance;
-    int wake_fd;
 
     pthread_mutex_t lock;
     uint64_t rng;
-    fi_task *pending; /* forwarded, not yet collected from the inner adapter */
-    fi_task *delayed; /* collected, completing at due_ns; sorted */
-    bool stop;
+    lmc_l2_task *pending; /* forwarded, not yet collected from the inner adapter */
 
     atomic_uint_fast64_t faults[N_FAULTS];
     atomic_uint_fast64_t forwarded;
-    pthread_t thread;
-    bool thread_started;
-    atomic_bool worker_alive;
+    lmc_l2_workers *workers;
 } fi_adapter;
 
 static atomic_uint g_instances;
@@ -90,15 +75,6 @@ static double next_uniform(fi_adapter *f)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
     z ^= z >> 31;
     return (double)(z >> 11) * 0x1.0p-53; /* [0, 1) */
-}
-
-static void fi_task_free(fi_task *t)
-{
-    if (t == NULL)
-        return;
-    lmc_bitmap_free(&t->bitmap);
-    free(t->keys);
-    free(t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -125,7 +101,7 @@ static void fwd_deleted(void *ud, const lmc_object_key *keys, const uint64_t *si
 /* ------------------------------------------------------------------ */
 
 /* Release the inner locks a lookup took, when it is reported as failed. */
-static void release_lookup_locks(fi_adapter *f, fi_task *t)
+static void release_lookup_locks(fi_adapter *f, lmc_l2_task *t)
 {
     size_t m = 0;
     for (size_t i = 0; i < t->n; i++) {
@@ -136,88 +112,68 @@ static void release_lookup_locks(fi_adapter *f, fi_task *t)
         lmc_l2_adapter_submit_unlock(f->inner, t->keys, m);
 }
 
-/* Report t on this adapter's base (as a failure when so decided) and free it. */
-static void complete(fi_adapter *f, fi_task *t)
+/*
+ * Report t on this adapter's base (as a failure when so decided) and free
+ * it; also the worker's finish hook for the delayed ones.
+ */
+static void fi_finish(void *ud, lmc_l2_task *t)
 {
-    if (t->fail) {
-        if (t->kind == LMC_L2_TASK_LOOKUP && f->inner != NULL)
-            release_lookup_locks(f, t);
-        t->result = -1;
-        for (size_t i = 0; i < t->n && t->kind != LMC_L2_TASK_STORE; i++)
-            lmc_bitmap_clear(&t->bitmap, i);
+    fi_adapter *f = ud;
+    /* Once destroy has closed the inner, its locks are gone: no hit can be read any more. */
+    if (f->inner == NULL && t->kind == LMC_L2_TASK_LOOKUP)
+        t->flags |= FI_FAIL;
+    if ((t->flags & FI_FAIL) == 0) {
+        lmc_l2_task_complete(f->base, t);
+        return;
     }
-    switch (t->kind) {
-    case LMC_L2_TASK_STORE:
-        lmc_l2_complete_store(f->base, t->id, t->result);
-        break;
-    case LMC_L2_TASK_LOOKUP:
-        lmc_l2_complete_lookup(f->base, t->id, &t->bitmap);
-        break;
-    case LMC_L2_TASK_LOAD:
-        lmc_l2_complete_load(f->base, t->id, &t->bitmap);
-        break;
-    }
-    fi_task_free(t);
-}
-
-/* Caller holds f->lock. */
-static void delayed_insert(fi_adapter *f, fi_task *t)
-{
-    fi_task **pp = &f->delayed;
-    while (*pp != NULL && (*pp)->due_ns <= t->due_ns)
-        pp = &(*pp)->next;
-    t->next = *pp;
-    *pp = t;
+    if (t->kind == LMC_L2_TASK_LOOKUP && f->inner != NULL)
+        release_lookup_locks(f, t);
+    lmc_l2_task_fail(f->base, t);
 }
 
 /* The inner result of t is in: complete it now or hold it back. Caller does not hold f->lock. */
-static void collected(fi_adapter *f, fi_task *t)
+static void collected(fi_adapter *f, lmc_l2_task *t)
 {
-    if (!t->delay) {
-        complete(f, t);
-        return;
-    }
-    t->due_ns = lmc_mono_ns() + f->delay_ns;
-    pthread_mutex_lock(&f->lock);
-    delayed_insert(f, t);
-    pthread_mutex_unlock(&f->lock);
+    if ((t->flags & FI_DELAY) != 0)
+        lmc_l2_workers_defer(f->workers, t, lmc_mono_ns() + f->delay_ns);
+    else
+        fi_finish(f, t);
 }
 
 /* Take every inner result that has arrived, with its task out of `pending`. */
-static fi_task *collect(fi_adapter *f)
+static lmc_l2_task *collect(fi_adapter *f)
 {
-    fi_task *done = NULL;
+    lmc_l2_task *done = NULL;
     lmc_l2_store_result *r = NULL;
     size_t nr = lmc_l2_adapter_pop_completed_stores(f->inner, &r);
     pthread_mutex_lock(&f->lock);
     for (size_t i = 0; i < nr; i++) {
-        fi_task **pp = &f->pending;
-        while (*pp != NULL &&
-               !((*pp)->kind == LMC_L2_TASK_STORE && (*pp)->inner_id == r[i].task_id))
+        lmc_l2_task **pp = &f->pending;
+        while (*pp != NULL && !((*pp)->kind == LMC_L2_TASK_STORE && (*pp)->tag == r[i].task_id))
             pp = &(*pp)->next;
         if (*pp == NULL) {
             LMC_ERROR(COMPONENT, "inner store task %" PRIu64 ": no matching task", r[i].task_id);
             continue;
         }
-        fi_task *t = *pp;
+        lmc_l2_task *t = *pp;
         *pp = t->next;
         t->result = r[i].result;
         t->next = done;
         done = t;
     }
-    for (fi_task **pp = &f->pending; *pp != NULL;) {
-        fi_task *t = *pp;
+    for (lmc_l2_task **pp = &f->pending; *pp != NULL;) {
+        lmc_l2_task *t = *pp;
         lmc_bitmap bm;
-        bool got = t->kind == LMC_L2_TASK_LOOKUP
-                       ? lmc_l2_adapter_take_lookup_result(f->inner, t->inner_id, &bm)
-                   : t->kind == LMC_L2_TASK_LOAD
-                       ? lmc_l2_adapter_take_load_result(f->inner, t->inner_id, &bm)
-                       : false;
+        bool got =
+            t->kind == LMC_L2_TASK_LOOKUP ? lmc_l2_adapter_take_lookup_result(f->inner, t->tag, &bm)
+            : t->kind == LMC_L2_TASK_LOAD ? lmc_l2_adapter_take_load_result(f->inner, t->tag, &bm)
+                                          : false;
         if (!got) {
             pp = &t->next;
             continue;
         }
         *pp = t->next;
+        lmc_bitmap_free(&t->bitmap); /* the all-clear one from creation */
         t->bitmap = bm;
         t->next = done;
         done = t;
@@ -227,92 +183,71 @@ static fi_task *collect(fi_adapter *f)
     return done;
 }
 
-static void *worker_main(void *arg)
+/*
+ * The worker's idle hook: wait for an inner result (or the worker's wake-up,
+ * or the next delayed task's due time) and handle what arrived.
+ */
+static bool fi_idle(void *ud, size_t index, int wake_fd, uint64_t deadline_ns)
 {
-    fi_adapter *f = arg;
+    fi_adapter *f = ud;
     struct pollfd fds[4] = {
-        {f->wake_fd, POLLIN, 0},
+        {wake_fd, POLLIN, 0},
         {lmc_l2_adapter_store_fd(f->inner), POLLIN, 0},
         {lmc_l2_adapter_lookup_fd(f->inner), POLLIN, 0},
         {lmc_l2_adapter_load_fd(f->inner), POLLIN, 0},
     };
-    for (;;) {
-        pthread_mutex_lock(&f->lock);
-        bool stop = f->stop;
+    int timeout_ms = -1;
+    if (deadline_ns != LMC_L2_NO_DEADLINE) {
         uint64_t now = lmc_mono_ns();
-        fi_task *due = NULL, **tail = &due;
-        while (f->delayed != NULL && f->delayed->due_ns <= now) {
-            *tail = f->delayed;
-            f->delayed = f->delayed->next;
-            tail = &(*tail)->next;
-        }
-        *tail = NULL;
-        int timeout_ms = -1;
-        if (f->delayed != NULL)
-            timeout_ms = (int)((f->delayed->due_ns - now + 999999) / 1000000);
-        pthread_mutex_unlock(&f->lock);
-        if (stop)
-            break; /* destroy completes what is left */
-        while (due != NULL) {
-            fi_task *t = due;
-            due = t->next;
-            complete(f, t);
-        }
-        if (poll(fds, 4, timeout_ms) < 0 && errno != EINTR) {
-            LMC_ERROR(COMPONENT, "poll: %s", strerror(errno));
-            break;
-        }
-        for (size_t i = 0; i < 4; i++) {
-            if (fds[i].revents & POLLIN)
-                lmc_l2_drain_fd(fds[i].fd);
-        }
-        /* Drained before collecting: a result arriving later signals the fd again. */
-        fi_task *done = collect(f);
-        while (done != NULL) {
-            fi_task *t = done;
-            done = t->next;
-            collected(f, t);
-        }
+        uint64_t ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
+        timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
     }
-    atomic_store(&f->worker_alive, false);
-    return NULL;
+    if (poll(fds, 4, timeout_ms) < 0 && errno != EINTR) {
+        LMC_ERROR(COMPONENT, "poll: %s", strerror(errno));
+        return false;
+    }
+    for (size_t i = 1; i < 4; i++) {
+        if (fds[i].revents & POLLIN)
+            lmc_l2_drain_fd(fds[i].fd);
+    }
+    /* Drained before collecting: a result arriving later signals the fd again. */
+    lmc_l2_task *done = collect(f);
+    while (done != NULL) {
+        lmc_l2_task *t = done;
+        done = t->next;
+        collected(f, t);
+    }
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
 /* Submission                                                           */
 /* ------------------------------------------------------------------ */
 
-static lmc_status forward(fi_adapter *f, lmc_l2_task_kind kind, uint64_t id,
-                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
+static lmc_status fi_submit(void *impl, lmc_l2_task_kind kind, uint64_t id,
+                            const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
 {
-    fi_task *t = calloc(1, sizeof(*t));
+    fi_adapter *f = impl;
+    /* Only a lookup keeps its keys: to release the inner locks when it is reported as failed. */
+    lmc_l2_task *t = lmc_l2_task_new(kind, id, kind == LMC_L2_TASK_LOOKUP ? keys : NULL, NULL, n);
     if (t == NULL)
         return LMC_ERR_NOMEM;
-    t->kind = kind;
-    t->id = id;
-    t->n = n;
-    if (kind == LMC_L2_TASK_LOOKUP && n > 0) {
-        t->keys = malloc(n * sizeof(*t->keys));
-        if (t->keys == NULL) {
-            fi_task_free(t);
-            return LMC_ERR_NOMEM;
-        }
-        memcpy(t->keys, keys, n * sizeof(*t->keys));
-    }
     pthread_mutex_lock(&f->lock);
-    lmc_status st = f->stop ? LMC_ERR_CLOSED : LMC_OK;
+    lmc_status st = lmc_l2_workers_stopping(f->workers) ? LMC_ERR_CLOSED : LMC_OK;
     if (st == LMC_OK) {
-        t->fail = next_uniform(f) < f->rate[kind];
-        t->delay = next_uniform(f) < f->delay_rate;
+        if (next_uniform(f) < f->rate[kind])
+            t->flags |= FI_FAIL;
+        if (next_uniform(f) < f->delay_rate)
+            t->flags |= FI_DELAY;
         switch (kind) {
         case LMC_L2_TASK_STORE:
-            st = lmc_l2_adapter_submit_store(f->inner, keys, objs, n, &t->inner_id);
+            st = lmc_l2_adapter_submit_store(f->inner, keys, objs, n, &t->tag);
             break;
         case LMC_L2_TASK_LOOKUP:
-            st = lmc_l2_adapter_submit_lookup(f->inner, keys, n, &t->inner_id);
+            st = lmc_l2_adapter_submit_lookup(f->inner, keys, n, &t->tag);
             break;
         case LMC_L2_TASK_LOAD:
-            st = lmc_l2_adapter_submit_load(f->inner, keys, objs, n, &t->inner_id);
+            st = lmc_l2_adapter_submit_load(f->inner, keys, objs, n, &t->tag);
             break;
         }
     }
@@ -322,34 +257,15 @@ static lmc_status forward(fi_adapter *f, lmc_l2_task_kind kind, uint64_t id,
         /* Counted before unlocking: from then on the worker may complete and free t. */
         static const int fault_of_kind[3] = {FAULT_LOOKUP_FAIL, FAULT_LOAD_FAIL, FAULT_STORE_FAIL};
         atomic_fetch_add(&f->forwarded, 1);
-        if (t->fail)
+        if (t->flags & FI_FAIL)
             atomic_fetch_add(&f->faults[fault_of_kind[kind]], 1);
-        if (t->delay)
+        if (t->flags & FI_DELAY)
             atomic_fetch_add(&f->faults[FAULT_DELAYED], 1);
     }
     pthread_mutex_unlock(&f->lock);
-    if (st != LMC_OK) {
-        fi_task_free(t);
-        return st;
-    }
-    return LMC_OK;
-}
-
-static lmc_status fi_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
-                                  const lmc_memory_obj *objs, size_t n)
-{
-    return forward(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
-}
-
-static lmc_status fi_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
-{
-    return forward(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
-}
-
-static lmc_status fi_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
-                                 const lmc_memory_obj *objs, size_t n)
-{
-    return forward(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+    if (st != LMC_OK)
+        lmc_l2_task_free(t);
+    return st;
 }
 
 static void fi_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
@@ -374,19 +290,18 @@ static void fi_replay_recovered(void *impl, const lmc_l2_listener *l)
 static bool fi_is_healthy(void *impl)
 {
     fi_adapter *f = impl;
-    return atomic_load(&f->worker_alive) && lmc_l2_adapter_is_healthy(f->inner);
+    return lmc_l2_workers_get_stats(f->workers).alive && lmc_l2_adapter_is_healthy(f->inner);
 }
 
 static void fi_report_status(void *impl, lmc_json *status)
 {
     fi_adapter *f = impl;
-    size_t pending = 0, delayed = 0;
+    size_t pending = 0;
     pthread_mutex_lock(&f->lock);
-    for (const fi_task *t = f->pending; t != NULL; t = t->next)
+    for (const lmc_l2_task *t = f->pending; t != NULL; t = t->next)
         pending++;
-    for (const fi_task *t = f->delayed; t != NULL; t = t->next)
-        delayed++;
     pthread_mutex_unlock(&f->lock);
+    lmc_l2_workers_stats ws = lmc_l2_workers_get_stats(f->workers);
     lmc_json *faults = lmc_json_object();
     uint64_t total = 0;
     for (size_t i = 0; i < N_FAULTS; i++) {
@@ -401,8 +316,8 @@ static void fi_report_status(void *impl, lmc_json *status)
     lmc_json_object_set(status, "tasks_forwarded",
                         lmc_json_int((int64_t)atomic_load(&f->forwarded)));
     lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
-    lmc_json_object_set(status, "delayed_tasks", lmc_json_int((int64_t)delayed));
-    lmc_json_object_set(status, "worker_alive", lmc_json_bool(atomic_load(&f->worker_alive)));
+    lmc_json_object_set(status, "delayed_tasks", lmc_json_int((int64_t)ws.deferred));
+    lmc_json_object_set(status, "worker_alive", lmc_json_bool(ws.alive));
     lmc_json_object_set(status, "inner", lmc_l2_adapter_report_status(f->inner));
 }
 
@@ -480,8 +395,6 @@ static lmc_status fi_check_config(const lmc_json *cfg, lmc_error *err)
 
 static void fi_free(fi_adapter *f)
 {
-    if (f->wake_fd >= 0)
-        close(f->wake_fd);
     pthread_mutex_destroy(&f->lock);
     free(f);
 }
@@ -498,17 +411,10 @@ static lmc_status fi_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     if (f == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '" TYPE "': out of memory");
     f->base = base;
-    f->wake_fd = -1;
     pthread_mutex_init(&f->lock, NULL);
     lmc_status st = parse(cfg, f, err);
     if (st != LMC_OK)
         goto fail;
-    f->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (f->wake_fd < 0) {
-        st = lmc_error_set(err, LMC_ERR_IO, "--l2-adapter: type '" TYPE "': eventfd: %s",
-                           strerror(errno));
-        goto fail;
-    }
     st = lmc_l2_adapter_create(lmc_json_object_get(cfg, "inner"), &f->inner, err);
     if (st != LMC_OK)
         goto fail;
@@ -518,18 +424,19 @@ static lmc_status fi_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     lmc_l2_adapter_add_listener(f->inner, &fwd);
     lmc_l2_adapter_replay_recovered(f->inner, &rec);
     lmc_l2_adapter_set_capacity(base, lmc_l2_adapter_get_usage(f->inner).capacity_bytes);
-    f->instance = atomic_fetch_add(&g_instances, 1);
-    atomic_store(&f->worker_alive, true);
-    int e = pthread_create(&f->thread, NULL, worker_main, f);
-    if (e != 0) {
-        st = lmc_error_set(err, LMC_ERR_IO,
-                           "--l2-adapter: type '" TYPE "': cannot start worker: %s", strerror(e));
+    /* No run hook: tasks are forwarded, never queued; the worker waits on the inner's fds. */
+    lmc_l2_workers_config wc = {
+        .name = "l2-fi",
+        .instances = &g_instances,
+        .threads = 1,
+        .base = base,
+        .hooks = {.finish = fi_finish, .idle = fi_idle},
+        .ud = f,
+    };
+    if ((st = lmc_l2_workers_start(&wc, &f->workers, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type '" TYPE "'");
         goto fail;
     }
-    f->thread_started = true;
-    char name[16];
-    snprintf(name, sizeof(name), "l2-fi-%u", f->instance % 10000u);
-    pthread_setname_np(f->thread, name);
     *impl = f;
     return LMC_OK;
 
@@ -544,38 +451,31 @@ static void fi_destroy(void *impl)
     fi_adapter *f = impl;
     if (f == NULL)
         return;
+    lmc_l2_workers_stop(f->workers);
+    /*
+     * A submission that found the worker running holds f->lock until its
+     * task is in `pending`: taking the lock once waits for the last one, and
+     * every later one sees the worker stopping.
+     */
     pthread_mutex_lock(&f->lock);
-    f->stop = true;
+    lmc_l2_task *pending = f->pending;
+    f->pending = NULL;
     pthread_mutex_unlock(&f->lock);
-    uint64_t one = 1;
-    while (write(f->wake_fd, &one, sizeof(one)) < 0 && errno == EINTR) {
-    }
-    if (f->thread_started)
-        pthread_join(f->thread, NULL);
     /*
      * The inner goes first: its destroy ends every access to the callers'
      * buffers (and may still notify this base through the listener, so f
      * stays alive). Only then are the tasks reported here, so no caller
      * frees a buffer the inner still uses. Results held back by a delay
-     * keep their value; tasks still in the inner fail.
+     * keep their value (lookups excepted: their locks went with the inner);
+     * tasks still in the inner fail.
      */
     lmc_l2_adapter_destroy(f->inner);
     f->inner = NULL;
-    while (f->delayed != NULL) {
-        fi_task *t = f->delayed;
-        f->delayed = t->next;
-        if (t->kind == LMC_L2_TASK_LOOKUP)
-            t->fail = true; /* its locks went with the inner: no hit can be read any more */
-        complete(f, t);
-    }
-    while (f->pending != NULL) {
-        fi_task *t = f->pending;
-        f->pending = t->next;
-        t->result = -1;
-        if (t->kind != LMC_L2_TASK_STORE && lmc_bitmap_init(&t->bitmap, t->n, 0) != LMC_OK)
-            LMC_ERROR(COMPONENT, "task %" PRIu64 ": result lost (out of memory)", t->id);
-        t->fail = true;
-        complete(f, t);
+    lmc_l2_workers_destroy(f->workers);
+    while (pending != NULL) {
+        lmc_l2_task *t = pending;
+        pending = t->next;
+        lmc_l2_task_fail(f->base, t);
     }
     fi_free(f);
 }
@@ -587,9 +487,7 @@ const lmc_l2_adapter_ops lmc_l2_fault_inject_ops = {
             "\"load_fail_rate\": P, \"delay_rate\": P, \"delay_ms\": MS, \"seed\": N}",
     .check_config = fi_check_config,
     .create = fi_create,
-    .submit_store = fi_submit_store,
-    .submit_lookup = fi_submit_lookup,
-    .submit_load = fi_submit_load,
+    .submit = fi_submit,
     .submit_unlock = fi_submit_unlock,
     .delete_keys = fi_delete_keys,
     .report_status = fi_report_status,

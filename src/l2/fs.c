@@ -2,14 +2,14 @@
  * fs.c -- the "fs" L2 adapter: one file per key under base_path (spec 8.2).
  *
  * Owns: the files it writes (raw object bytes, no header, written to a tmp
- * file then renamed so a reader never sees half a file), the task queue,
- * the lookup lock counts (key -> refcount) and, when max_capacity_gb > 0,
- * the tracked sizes (key -> bytes) that eviction and accounting rely on.
+ * file then renamed so a reader never sees half a file), its worker, the
+ * lookup lock counts (key -> refcount) and, when max_capacity_gb > 0, the
+ * tracked sizes (key -> bytes) that eviction and accounting rely on.
  *
- * Threads: one worker, "l2-fs-<n>", runs every task, lookups first and
- * stores last. Unlock and delete run synchronously on the caller's thread.
- * `lock` guards the queue, the stop flag, `locks`, `sizes` and `recovered`;
- * file I/O and listener callbacks happen outside it.
+ * Threads: one worker, "l2-fs-<n>" (l2/worker.h: its queue serves lookups
+ * first and stores last), runs every task. Unlock and delete run
+ * synchronously on the caller's thread. `lock` guards `locks`, `sizes` and
+ * `recovered`; file I/O and listener callbacks happen outside it.
  *
  * Deleting a file a reader has open is safe: POSIX keeps it readable. A
  * delete racing a lookup can make the later load miss, which the prefetch
@@ -31,15 +31,13 @@
 #include "core/keymap.h"
 #include "core/keyvec.h"
 #include "core/log.h"
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
+#include "l2/worker.h"
 
 #define COMPONENT "l2-fs"
 #define TYPE "fs"
 #define DIRECT_ALIGN 4096u
 #define GIB (1024.0 * 1024.0 * 1024.0)
-
-/* Counts and sizes live in the keymap's value pointers. */
-_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
 
 typedef struct fs_adapter {
     lmc_l2_adapter *base;
@@ -50,20 +48,13 @@ typedef struct fs_adapter {
     bool use_odirect;
     bool recover_on_start;
     uint64_t capacity; /* bytes; 0 = unbounded, nothing tracked */
-    unsigned instance;
 
     pthread_mutex_t lock;
-    pthread_cond_t cond;
-    lmc_l2_task_queue queue;
-    bool stop;
     lmc_keymap *locks;    /* key -> lookup lock count (> 0) */
     lmc_keymap *sizes;    /* capacity > 0: key -> file size, the keys eviction may delete */
     lmc_keyvec recovered; /* keys found at start, for late listeners */
 
-    pthread_t thread;
-    bool thread_started;
-    atomic_bool stopping; /* read without the lock between the keys of a store */
-    atomic_bool worker_alive;
+    lmc_l2_workers *workers;
     atomic_bool warned_unaligned;
 } fs_adapter;
 
@@ -328,33 +319,18 @@ static bool read_file(fs_adapter *fs, const char *path, const lmc_memory_obj *ob
 }
 
 /* ------------------------------------------------------------------ */
-/* Lock counts and tracked sizes (caller holds fs->lock)                */
-/* ------------------------------------------------------------------ */
-
-static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
-{
-    void **slot = lmc_keymap_get(m, key);
-    *present = slot != NULL;
-    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
-}
-
-static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
-{
-    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
-}
-
-/* ------------------------------------------------------------------ */
 /* The worker's tasks                                                   */
 /* ------------------------------------------------------------------ */
 
-static void run_store(fs_adapter *fs, lmc_l2_task *t)
+static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX], tmp[PATH_MAX];
     bool failed = false;
     uint64_t written = 0;
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
-        if (atomic_load(&fs->stopping)) {
+        if (lmc_l2_workers_stopping(fs->workers)) {
             failed = true; /* shutting down: the rest is not attempted */
             break;
         }
@@ -389,8 +365,8 @@ static void run_store(fs_adapter *fs, lmc_l2_task *t)
         if (fs->capacity > 0) {
             bool tracked;
             pthread_mutex_lock(&fs->lock);
-            map_get(fs->sizes, &key, &tracked);
-            lmc_status ps = tracked ? LMC_OK : map_put(fs->sizes, &key, size);
+            lmc_l2_count_get(fs->sizes, &key, &tracked);
+            lmc_status ps = tracked ? LMC_OK : lmc_l2_count_put(fs->sizes, &key, size);
             pthread_mutex_unlock(&fs->lock);
             report = !tracked && ps == LMC_OK;
             if (ps != LMC_OK)
@@ -405,10 +381,12 @@ static void run_store(fs_adapter *fs, lmc_l2_task *t)
     t->result = failed ? -1 : (int64_t)written;
     lmc_l2_notify_stored(fs->base, t->keys, t->sizes, nn);
     lmc_l2_task_complete(fs->base, t);
+    return true;
 }
 
-static void run_lookup(fs_adapter *fs, lmc_l2_task *t)
+static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX];
     struct stat st;
     for (size_t i = 0; i < t->n; i++) {
@@ -418,24 +396,19 @@ static void run_lookup(fs_adapter *fs, lmc_l2_task *t)
     }
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&fs->lock);
-    for (size_t i = 0; i < t->n; i++) {
-        if (!lmc_bitmap_test(&t->bitmap, i))
-            continue;
-        bool present;
-        uint64_t count = map_get(fs->locks, &t->keys[i], &present);
-        if (map_put(fs->locks, &t->keys[i], count + 1) != LMC_OK)
-            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
-    }
+    lmc_l2_lock_hits(fs->locks, t);
     pthread_mutex_unlock(&fs->lock);
     lmc_l2_task_complete(fs->base, t);
+    return true;
 }
 
-static void run_load(fs_adapter *fs, lmc_l2_task *t)
+static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
+    fs_adapter *fs = ud;
     char path[PATH_MAX];
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
-        if (atomic_load(&fs->stopping))
+        if (lmc_l2_workers_stopping(fs->workers))
             break;
         if (!key_path(fs, &t->keys[i], false, path, sizeof(path)) ||
             !read_file(fs, path, &t->objs[i]))
@@ -445,70 +418,13 @@ static void run_load(fs_adapter *fs, lmc_l2_task *t)
     }
     lmc_l2_notify_accessed(fs->base, t->keys, nn);
     lmc_l2_task_complete(fs->base, t);
+    return true;
 }
 
-static void *worker_main(void *arg)
+static lmc_status fs_submit(void *impl, lmc_l2_task_kind kind, uint64_t id,
+                            const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
 {
-    fs_adapter *fs = arg;
-    for (;;) {
-        pthread_mutex_lock(&fs->lock);
-        while (!fs->stop && fs->queue.count == 0)
-            pthread_cond_wait(&fs->cond, &fs->lock);
-        lmc_l2_task *t = fs->stop ? NULL : lmc_l2_task_queue_pop(&fs->queue);
-        pthread_mutex_unlock(&fs->lock);
-        if (t == NULL)
-            break; /* destroy fails what is still queued */
-        switch (t->kind) {
-        case LMC_L2_TASK_STORE:
-            run_store(fs, t);
-            break;
-        case LMC_L2_TASK_LOOKUP:
-            run_lookup(fs, t);
-            break;
-        case LMC_L2_TASK_LOAD:
-            run_load(fs, t);
-            break;
-        }
-    }
-    atomic_store(&fs->worker_alive, false);
-    return NULL;
-}
-
-static lmc_status enqueue(fs_adapter *fs, lmc_l2_task_kind kind, uint64_t id,
-                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
-{
-    lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
-    if (t == NULL)
-        return LMC_ERR_NOMEM;
-    pthread_mutex_lock(&fs->lock);
-    bool stopped = fs->stop;
-    if (!stopped) {
-        lmc_l2_task_queue_push(&fs->queue, t);
-        pthread_cond_signal(&fs->cond);
-    }
-    pthread_mutex_unlock(&fs->lock);
-    if (stopped) {
-        lmc_l2_task_free(t);
-        return LMC_ERR_CLOSED;
-    }
-    return LMC_OK;
-}
-
-static lmc_status fs_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
-                                  const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
-}
-
-static lmc_status fs_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
-}
-
-static lmc_status fs_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
-                                 const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+    return lmc_l2_workers_enqueue(((fs_adapter *)impl)->workers, kind, id, keys, objs, n);
 }
 
 /* Synchronous: a count decrement cannot fail, so "eventually" is "now". */
@@ -516,16 +432,7 @@ static void fs_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
 {
     fs_adapter *fs = impl;
     pthread_mutex_lock(&fs->lock);
-    for (size_t i = 0; i < n; i++) {
-        bool present;
-        uint64_t count = map_get(fs->locks, &keys[i], &present);
-        if (!present)
-            continue;
-        if (count <= 1)
-            lmc_keymap_remove(fs->locks, &keys[i], NULL);
-        else
-            map_put(fs->locks, &keys[i], count - 1); /* replacing never allocates */
-    }
+    lmc_l2_unlock_keys(fs->locks, keys, n);
     pthread_mutex_unlock(&fs->lock);
 }
 
@@ -543,11 +450,11 @@ static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     pthread_mutex_lock(&fs->lock);
     for (size_t i = 0; i < n; i++) {
         bool present;
-        if (map_get(fs->locks, &keys[i], &present) > 0)
+        if (lmc_l2_count_get(fs->locks, &keys[i], &present) > 0)
             continue; /* a lookup holds it for a coming load */
         uint64_t size = 0;
         if (fs->capacity > 0) {
-            size = map_get(fs->sizes, &keys[i], &present);
+            size = lmc_l2_count_get(fs->sizes, &keys[i], &present);
             if (!present)
                 continue; /* never accounted, so never ours to evict */
             lmc_keymap_remove(fs->sizes, &keys[i], NULL);
@@ -571,7 +478,7 @@ static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
             LMC_WARN(COMPONENT, "delete of '%s' failed: %s", path, strerror(errno));
             if (fs->capacity > 0) {
                 pthread_mutex_lock(&fs->lock);
-                if (map_put(fs->sizes, &victims[i], sizes[i]) != LMC_OK)
+                if (lmc_l2_count_put(fs->sizes, &victims[i], sizes[i]) != LMC_OK)
                     LMC_ERROR(COMPONENT, "'%s': no longer tracked (out of memory)", path);
                 pthread_mutex_unlock(&fs->lock);
             }
@@ -597,7 +504,7 @@ static void fs_replay_recovered(void *impl, const lmc_l2_listener *l)
     size_t m = 0;
     for (size_t i = 0; keys != NULL && sizes != NULL && i < n; i++) {
         bool present;
-        uint64_t size = map_get(fs->sizes, &fs->recovered.keys[i], &present);
+        uint64_t size = lmc_l2_count_get(fs->sizes, &fs->recovered.keys[i], &present);
         if (!present)
             continue; /* evicted since */
         keys[m] = fs->recovered.keys[i];
@@ -620,7 +527,7 @@ static void fs_replay_recovered(void *impl, const lmc_l2_listener *l)
 static bool fs_is_healthy(void *impl)
 {
     fs_adapter *fs = impl;
-    return atomic_load(&fs->worker_alive);
+    return lmc_l2_workers_get_stats(fs->workers).alive;
 }
 
 static void fs_report_status(void *impl, lmc_json *status)
@@ -629,17 +536,17 @@ static void fs_report_status(void *impl, lmc_json *status)
     pthread_mutex_lock(&fs->lock);
     size_t tracked = lmc_keymap_size(fs->sizes);
     size_t locked = lmc_keymap_size(fs->locks);
-    size_t pending = fs->queue.count;
     pthread_mutex_unlock(&fs->lock);
+    lmc_l2_workers_stats ws = lmc_l2_workers_get_stats(fs->workers);
     lmc_json_object_set(status, "base_path", lmc_json_string(fs->base_path));
     lmc_json_object_set(status, "relative_tmp_dir",
                         fs->relative_tmp_dir != NULL ? lmc_json_string(fs->relative_tmp_dir)
                                                      : lmc_json_null());
     lmc_json_object_set(status, "use_odirect", lmc_json_bool(fs->use_odirect));
-    lmc_json_object_set(status, "worker_alive", lmc_json_bool(atomic_load(&fs->worker_alive)));
+    lmc_json_object_set(status, "worker_alive", lmc_json_bool(ws.alive));
     lmc_json_object_set(status, "files_tracked", lmc_json_int((int64_t)tracked));
     lmc_json_object_set(status, "locked_keys", lmc_json_int((int64_t)locked));
-    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
+    lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)ws.queued));
 }
 
 /* ------------------------------------------------------------------ */
@@ -734,7 +641,7 @@ static void recover(fs_adapter *fs)
             fstatat(dirfd(dir), de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
             continue;
         bool tracked;
-        map_get(fs->sizes, &key, &tracked);
+        lmc_l2_count_get(fs->sizes, &key, &tracked);
         if (tracked)
             continue;
         if (fs->recovered.len == cap) {
@@ -747,7 +654,7 @@ static void recover(fs_adapter *fs)
         }
         if (lmc_keyvec_push(&fs->recovered, &key) != LMC_OK)
             break;
-        if (map_put(fs->sizes, &key, (uint64_t)st.st_size) != LMC_OK) {
+        if (lmc_l2_count_put(fs->sizes, &key, (uint64_t)st.st_size) != LMC_OK) {
             fs->recovered.len--;
             break;
         }
@@ -773,7 +680,6 @@ static void fs_free(fs_adapter *fs)
     free(fs->tmp_dir);
     free(fs->relative_tmp_dir);
     pthread_mutex_destroy(&fs->lock);
-    pthread_cond_destroy(&fs->cond);
     free(fs);
 }
 
@@ -787,7 +693,6 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'fs': out of memory");
     fs->base = base;
     pthread_mutex_init(&fs->lock, NULL);
-    pthread_cond_init(&fs->cond, NULL);
     /* The config was validated by the base, so the reads below cannot fail. */
     lmc_l2_config_string(cfg, TYPE, "base_path", true, &base_path, NULL);
     lmc_l2_config_string(cfg, TYPE, "relative_tmp_dir", false, &rel, NULL);
@@ -797,7 +702,6 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &fs->recover_on_start, NULL);
     /* Clamped: converting a double beyond the range of uint64_t is undefined. */
     fs->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
-    fs->instance = atomic_fetch_add(&g_instances, 1);
 
     fs->base_path = strdup(base_path);
     fs->locks = lmc_keymap_create(0);
@@ -836,18 +740,20 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     if (fs->capacity > 0 && fs->recover_on_start)
         recover(fs);
 
-    atomic_store(&fs->worker_alive, true);
-    if ((e = pthread_create(&fs->thread, NULL, worker_main, fs)) != 0) {
-        atomic_store(&fs->worker_alive, false);
-        st = lmc_error_set(err, LMC_ERR_IO, "--l2-adapter: type 'fs': cannot start worker: %s",
-                           strerror(e));
+    lmc_l2_workers_config wc = {
+        .name = "l2-fs",
+        .instances = &g_instances,
+        .threads = 1,
+        .base = base,
+        .hooks = {.run = {[LMC_L2_TASK_LOOKUP] = run_lookup,
+                          [LMC_L2_TASK_LOAD] = run_load,
+                          [LMC_L2_TASK_STORE] = run_store}},
+        .ud = fs,
+    };
+    if ((st = lmc_l2_workers_start(&wc, &fs->workers, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type 'fs'");
         goto fail;
     }
-    fs->thread_started = true;
-    /* Named from here rather than by the thread itself, so the name is set when create returns. */
-    char name[16];
-    snprintf(name, sizeof(name), "l2-fs-%u", fs->instance % 100000u);
-    pthread_setname_np(fs->thread, name);
     *impl = fs;
     return LMC_OK;
 
@@ -863,17 +769,8 @@ static void fs_destroy(void *impl)
     fs_adapter *fs = impl;
     if (fs == NULL)
         return;
-    atomic_store(&fs->stopping, true);
-    pthread_mutex_lock(&fs->lock);
-    fs->stop = true;
-    pthread_cond_broadcast(&fs->cond);
-    pthread_mutex_unlock(&fs->lock);
-    if (fs->thread_started)
-        pthread_join(fs->thread, NULL);
-    /* Every task is completed exactly once, so what never ran is reported failed. */
-    lmc_l2_task *t;
-    while ((t = lmc_l2_task_queue_pop(&fs->queue)) != NULL)
-        lmc_l2_task_fail(fs->base, t);
+    /* A running store gives up between keys; what never ran is reported failed. */
+    lmc_l2_workers_destroy(fs->workers);
     fs_free(fs);
 }
 
@@ -884,9 +781,7 @@ const lmc_l2_adapter_ops lmc_l2_fs_ops = {
             "\"read_ahead_size\": N, \"recover_on_start\": BOOL}",
     .check_config = fs_check_config,
     .create = fs_create,
-    .submit_store = fs_submit_store,
-    .submit_lookup = fs_submit_lookup,
-    .submit_load = fs_submit_load,
+    .submit = fs_submit,
     .submit_unlock = fs_submit_unlock,
     .delete_keys = fs_delete_keys,
     .report_status = fs_report_status,

@@ -1,13 +1,17 @@
 /*
  * registry.c -- the table of L2 adapter types.
  *
- * Owns: the constant list of registered types. Adding a type is one line
- * here plus its own file. Read-only after compilation, so any thread may
+ * Owns: the constant list of registered types, the one list of them: the
+ * names for messages and --help are derived from it. Adding a type is one
+ * line here plus its own file. The table is read-only after compilation and
+ * its derived name list is built once (pthread_once), so any thread may
  * call these functions.
  */
+#include <pthread.h>
 #include <string.h>
 
-#include "l2/adapter.h"
+#include "core/names.h"
+#include "l2/adapter_impl.h"
 
 static const lmc_l2_adapter_ops *const g_types[] = {
     &lmc_l2_fault_inject_ops,
@@ -17,6 +21,18 @@ static const lmc_l2_adapter_ops *const g_types[] = {
 };
 
 #define N_TYPES (sizeof(g_types) / sizeof(g_types[0]))
+
+/* Derived from g_types at first use. */
+static pthread_once_t g_names_once = PTHREAD_ONCE_INIT;
+static char g_names[256];
+
+static void build_names(void)
+{
+    const char *names[N_TYPES];
+    for (size_t i = 0; i < N_TYPES; i++)
+        names[i] = g_types[i]->type;
+    lmc_names_join(names, N_TYPES, ", ", NULL, g_names, sizeof(g_names));
+}
 
 const lmc_l2_adapter_ops *lmc_l2_find_type(const char *type)
 {
@@ -29,8 +45,18 @@ const lmc_l2_adapter_ops *lmc_l2_find_type(const char *type)
     return NULL;
 }
 
+size_t lmc_l2_type_count(void)
+{
+    return N_TYPES;
+}
+
+const lmc_l2_adapter_ops *lmc_l2_type_at(size_t i)
+{
+    return i < N_TYPES ? g_types[i] : NULL;
+}
+
 const char *lmc_l2_type_names(void)
 {
-    /* Kept in step with g_types by the registry test. */
-    return "fault_inject, fs, mock, resp";
+    pthread_once(&g_names_once, build_names);
+    return g_names;
 }

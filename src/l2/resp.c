@@ -3,30 +3,37 @@
  * RESP) as a shared, scale-out tier, through hiredis.
  *
  * Owns: `connections` worker connections, one control connection for
- * deletes, the task queue, the lookup lock counts (key -> refcount, in
+ * deletes, its workers (l2/worker.h), the lookup lock counts (key -> refcount, in
  * process only: another process's eviction does not see them) and, when
  * max_capacity_gb > 0, the sizes of the keys this process wrote (the only
  * keys its eviction may delete). Values are the object's raw bytes under
  * key_prefix + the fs file name without ".data".
  *
- * Threads: one worker per connection, "l2-resp-<n>", each owning its
+ * The file has two halves: connections (open, check, lose, and the
+ * pipelined exchange over one) and the tasks run over them (store, lookup,
+ * load, delete). The workers (l2/worker.h) tie them together through two
+ * hooks: resp_link brings a worker's connection up or checks it, resp_run
+ * runs one task over it.
+ *
+ * Threads: one worker per connection, "l2-resp-<n>-<i>", each owning its
  * redisContext (hiredis contexts are not thread-safe). A task runs on one
  * worker, pipelined (commands appended in windows, then the replies read).
  * Unlock runs on the caller's thread; delete runs on the caller's thread
- * over the control connection, under ctl_lock. `lock` guards the queue,
- * stop, `live`, `locks`, `sizes`, `last_error` and the counters; Redis I/O
- * and listener callbacks happen outside it.
+ * over the control connection, under ctl_lock. `lock` guards `locks`,
+ * `sizes`, `last_error` and the counters; Redis I/O and listener callbacks
+ * happen outside it.
  *
  * Faults: every socket has a timeout (timeout_ms) for connect, send and
  * receive, so a dead or stopped Redis costs a task at most that long. A
  * connection that fails is dropped and reopened with exponential backoff
- * (50 ms doubling to 5 s); its failure bumps `epoch`, which makes the other
- * connected workers check theirs with a PING, so the whole adapter notices
- * an outage at once. Invariant under `lock`: tasks are queued only while
- * some connection is live; with none, a submitted task fails at once, and
- * the worker that loses the last connection fails what is queued. So a task
+ * (50 ms doubling to 5 s); its loss makes the other connected workers
+ * check theirs with a PING before their next task, so the whole adapter
+ * notices an outage at once (the control connection's too). Tasks are queued
+ * only while some connection is live; with none, a submitted task fails at
+ * once, and losing the last connection fails what is queued. So a task
  * never waits for a Redis that is down. hiredis 0.14 writes with write(2),
- * so SIGPIPE is blocked on every thread that does Redis I/O.
+ * so SIGPIPE is blocked on every thread that does Redis I/O (the workers
+ * for their life; other threads around each exchange).
  *
  * Redis Cluster is not spoken: a MOVED/ASK reply is an error (the task
  * fails); cluster mode needs a cluster-aware proxy in front (docs).
@@ -48,7 +55,8 @@
 #include "core/clock.h"
 #include "core/keymap.h"
 #include "core/log.h"
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
+#include "l2/worker.h"
 
 #define COMPONENT "l2-resp"
 #define TYPE "resp"
@@ -60,27 +68,15 @@
 #define WINDOW_BYTES (8u << 20) /* ... or this many value bytes, whichever comes first */
 #define NAME_STACK 512
 
-_Static_assert(sizeof(uintptr_t) >= sizeof(uint64_t), "keymap values hold 64-bit counts");
-
 typedef struct resp_conn {
     redisContext *c;
-    uint64_t epoch;       /* the adapter's epoch when last verified */
     uint64_t backoff_ms;  /* the next retry delay */
     uint64_t next_try_ns; /* no connect attempt before this */
     uint64_t used_ns;     /* last successful exchange */
     unsigned failures;    /* consecutive failed connects */
 } resp_conn;
 
-typedef struct resp_adapter resp_adapter;
-
-typedef struct resp_worker {
-    resp_adapter *r;
-    resp_conn conn;
-    pthread_t thread;
-    bool started;
-} resp_worker;
-
-struct resp_adapter {
+typedef struct resp_adapter {
     lmc_l2_adapter *base;
     char *host;
     int port;
@@ -94,29 +90,23 @@ struct resp_adapter {
     int nconn;
     int timeout_ms;
     char endpoint[300]; /* "host:port" or "unix:path", for messages */
-    unsigned instance;
 
     pthread_mutex_t lock;
-    pthread_cond_t work_cond;  /* connected workers: a task, stop, or the epoch moved */
-    pthread_cond_t retry_cond; /* disconnected workers: stop (they sleep to their retry time) */
-    lmc_l2_task_queue queue;
-    bool stop;
-    int live;          /* connected workers */
     lmc_keymap *locks; /* key -> lookup lock count (> 0) */
     lmc_keymap *sizes; /* capacity > 0: key -> bytes this process wrote */
     char last_error[256];
     uint64_t reconnects;
-    uint64_t failed_tasks;
+    uint64_t failed_tasks; /* tasks whose connection broke under them */
 
-    atomic_uint_fast64_t epoch; /* bumped on every connection failure */
-    atomic_bool degraded;       /* the last exchange or connect failed */
-    atomic_bool outage_logged;  /* one warning per outage, not one per connection and retry */
+    atomic_bool degraded;      /* the last exchange or connect failed */
+    atomic_bool outage_logged; /* one warning per outage, not one per connection and retry */
 
-    resp_worker *workers;
+    resp_conn *conns; /* nconn entries; conns[i] belongs to worker i */
+    lmc_l2_workers *workers;
 
     pthread_mutex_t ctl_lock; /* the delete path's connection */
     resp_conn ctl;
-};
+} resp_adapter;
 
 static atomic_uint g_instances; /* numbers the worker threads: l2-resp-0-0, ... */
 
@@ -127,11 +117,6 @@ static atomic_uint g_instances; /* numbers the worker threads: l2-resp-0-0, ... 
 static struct timeval ms_tv(int ms)
 {
     return (struct timeval){.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
-}
-
-static struct timespec ns_ts(uint64_t ns)
-{
-    return (struct timespec){(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 }
 
 /*
@@ -205,18 +190,6 @@ static char *key_name(const resp_adapter *r, const lmc_object_key *key, char *bu
     *len = r->prefix_len + n - 5; /* without ".data" */
     out[*len] = '\0';
     return out;
-}
-
-static uint64_t map_get(const lmc_keymap *m, const lmc_object_key *key, bool *present)
-{
-    void **slot = lmc_keymap_get(m, key);
-    *present = slot != NULL;
-    return slot != NULL ? (uint64_t)(uintptr_t)*slot : 0;
-}
-
-static lmc_status map_put(lmc_keymap *m, const lmc_object_key *key, uint64_t v)
-{
-    return lmc_keymap_put(m, key, (void *)(uintptr_t)v, NULL);
 }
 
 /* ------------------------------------------------------------------ */
@@ -297,12 +270,15 @@ static bool conn_open(resp_adapter *r, resp_conn *cn)
     cn->failures = 0;
     cn->backoff_ms = BACKOFF_MIN_MS;
     cn->used_ns = now;
-    cn->epoch = atomic_load(&r->epoch);
     atomic_store(&r->degraded, false);
     return true;
 }
 
-/* The connection broke: free it, tell the others to check theirs, retry at once. */
+/*
+ * The connection broke: free it, make every worker check its own before its
+ * next task (so the whole adapter notices an outage before this task's
+ * failure is even reported), and retry at once.
+ */
 static void conn_lost(resp_adapter *r, resp_conn *cn, const char *what)
 {
     set_error(r, true, "%s: %s: %s", r->endpoint, what,
@@ -317,7 +293,7 @@ static void conn_lost(resp_adapter *r, resp_conn *cn, const char *what)
     cn->c = NULL;
     cn->next_try_ns = lmc_mono_ns();
     cn->backoff_ms = BACKOFF_MIN_MS;
-    atomic_fetch_add(&r->epoch, 1);
+    lmc_l2_workers_check_links(r->workers);
 }
 
 static bool conn_ping(resp_adapter *r, resp_conn *cn)
@@ -331,7 +307,6 @@ static bool conn_ping(resp_adapter *r, resp_conn *cn)
         return false;
     }
     cn->used_ns = lmc_mono_ns();
-    cn->epoch = atomic_load(&r->epoch);
     atomic_store(&r->degraded, false);
     return true;
 }
@@ -419,6 +394,20 @@ static void reply_error(resp_adapter *r, const char *what, const redisReply *rep
 /* The worker's tasks                                                   */
 /* ------------------------------------------------------------------ */
 
+/*
+ * The end of every task: false when its connection broke under it (the
+ * workers then count the link down), which also counts the task as failed.
+ */
+static bool conn_kept(resp_adapter *r, const resp_conn *cn)
+{
+    if (cn->c != NULL)
+        return true;
+    pthread_mutex_lock(&r->lock);
+    r->failed_tasks++;
+    pthread_mutex_unlock(&r->lock);
+    return false;
+}
+
 typedef struct store_acc {
     uint64_t written;
     bool failed;
@@ -443,13 +432,15 @@ static void on_store_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply
     }
 }
 
-static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     store_acc acc = {0, false, calloc(t->n > 0 ? t->n : 1, 1)};
     if (acc.done == NULL) {
         LMC_ERROR(COMPONENT, "store task %" PRIu64 ": out of memory", t->id);
         lmc_l2_task_fail(r->base, t);
-        return;
+        return true;
     }
     if (!pipeline(r, cn, t, append_store, on_store_reply, &acc, "SET"))
         acc.failed = true;
@@ -466,7 +457,7 @@ static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     if (r->capacity > 0 && nn > 0) {
         pthread_mutex_lock(&r->lock);
         for (size_t i = 0; i < nn; i++) {
-            if (map_put(r->sizes, &t->keys[i], t->sizes[i]) != LMC_OK)
+            if (lmc_l2_count_put(r->sizes, &t->keys[i], t->sizes[i]) != LMC_OK)
                 LMC_ERROR(COMPONENT, "store: a key is not tracked for eviction (out of memory)");
         }
         pthread_mutex_unlock(&r->lock);
@@ -474,6 +465,7 @@ static void run_store(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     t->result = acc.failed ? -1 : (int64_t)acc.written;
     lmc_l2_notify_stored(r->base, t->keys, t->sizes, nn);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
 static bool append_exists(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -498,23 +490,19 @@ static void clear_all(lmc_l2_task *t)
         lmc_bitmap_clear(&t->bitmap, i);
 }
 
-static void run_lookup(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     bool warned = false;
     if (!pipeline(r, cn, t, append_exists, on_exists_reply, &warned, "EXISTS"))
         clear_all(t); /* a broken task reports nothing found, not half an answer */
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < t->n; i++) {
-        if (!lmc_bitmap_test(&t->bitmap, i))
-            continue;
-        bool present;
-        uint64_t count = map_get(r->locks, &t->keys[i], &present);
-        if (map_put(r->locks, &t->keys[i], count + 1) != LMC_OK)
-            lmc_bitmap_clear(&t->bitmap, i); /* unlocked, so not reported as a hit */
-    }
+    lmc_l2_lock_hits(r->locks, t);
     pthread_mutex_unlock(&r->lock);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
 static bool append_get(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -536,8 +524,10 @@ static void on_get_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *
     }
 }
 
-static void run_load(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
+static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[index];
     bool warned = false;
     if (!pipeline(r, cn, t, append_get, on_get_reply, &warned, "GET"))
         clear_all(t);
@@ -548,142 +538,36 @@ static void run_load(resp_adapter *r, resp_conn *cn, lmc_l2_task *t)
     }
     lmc_l2_notify_accessed(r->base, t->keys, nn);
     lmc_l2_task_complete(r->base, t);
+    return conn_kept(r, cn);
 }
 
-/* Caller holds r->lock and has just made live 0: take every queued task out. */
-static lmc_l2_task *take_queue(resp_adapter *r)
-{
-    lmc_l2_task *head = NULL, **tail = &head, *t;
-    while ((t = lmc_l2_task_queue_pop(&r->queue)) != NULL) {
-        *tail = t;
-        tail = &t->next;
-    }
-    return head;
-}
+/* ------------------------------------------------------------------ */
+/* The worker hooks: connection and task execution meet here            */
+/* ------------------------------------------------------------------ */
 
-static void fail_list(resp_adapter *r, lmc_l2_task *t)
+/* Bring worker i's connection up (when its backoff allows) or check it with a PING. */
+static bool resp_link(void *ud, size_t i, bool up, uint64_t *retry_ns)
 {
-    while (t != NULL) {
-        lmc_l2_task *next = t->next;
-        lmc_l2_task_fail(r->base, t);
-        t = next;
-    }
-}
-
-static void *worker_main(void *arg)
-{
-    resp_worker *w = arg;
-    resp_adapter *r = w->r;
-    resp_conn *cn = &w->conn;
-    sigpipe_guard guard;
-    sigpipe_block(&guard); /* for the thread's life */
-
-    pthread_mutex_lock(&r->lock);
-    while (!r->stop) {
-        uint64_t now = lmc_mono_ns();
-        if (cn->c == NULL) {
-            if (now < cn->next_try_ns) {
-                struct timespec ts = ns_ts(cn->next_try_ns);
-                pthread_cond_timedwait(&r->retry_cond, &r->lock, &ts);
-                continue;
-            }
-            pthread_mutex_unlock(&r->lock);
-            bool ok = conn_open(r, cn);
-            pthread_mutex_lock(&r->lock);
-            if (ok) {
-                r->live++;
-                r->reconnects++;
-            }
-            continue;
-        }
-        lmc_l2_task *t = NULL;
-        bool check = cn->epoch != atomic_load(&r->epoch) ||
-                     now >= cn->used_ns + (uint64_t)PING_IDLE_MS * 1000000u;
-        if (!check)
-            t = lmc_l2_task_queue_pop(&r->queue);
-        if (!check && t == NULL) {
-            struct timespec ts = ns_ts(cn->used_ns + (uint64_t)PING_IDLE_MS * 1000000u);
-            pthread_cond_timedwait(&r->work_cond, &r->lock, &ts);
-            continue;
-        }
-        pthread_mutex_unlock(&r->lock);
-        if (t == NULL) {
-            conn_ping(r, cn);
-        } else {
-            switch (t->kind) {
-            case LMC_L2_TASK_STORE:
-                run_store(r, cn, t);
-                break;
-            case LMC_L2_TASK_LOOKUP:
-                run_lookup(r, cn, t);
-                break;
-            case LMC_L2_TASK_LOAD:
-                run_load(r, cn, t);
-                break;
-            }
-        }
+    resp_adapter *r = ud;
+    resp_conn *cn = &r->conns[i];
+    bool ok;
+    if (up) {
+        ok = conn_ping(r, cn);
+    } else if (lmc_mono_ns() < cn->next_try_ns) {
+        ok = false;
+    } else if ((ok = conn_open(r, cn))) {
         pthread_mutex_lock(&r->lock);
-        if (cn->c == NULL) {
-            /* Lost it: wake the others to check theirs; with none left, fail the queue. */
-            r->live--;
-            if (t != NULL)
-                r->failed_tasks++;
-            pthread_cond_broadcast(&r->work_cond);
-            lmc_l2_task *orphans = r->live == 0 ? take_queue(r) : NULL;
-            if (orphans != NULL) {
-                pthread_mutex_unlock(&r->lock);
-                fail_list(r, orphans);
-                pthread_mutex_lock(&r->lock);
-            }
-        }
+        r->reconnects++;
+        pthread_mutex_unlock(&r->lock);
     }
-    pthread_mutex_unlock(&r->lock);
-    if (cn->c != NULL)
-        redisFree(cn->c);
-    cn->c = NULL;
-    sigpipe_restore(&guard);
-    return NULL;
+    *retry_ns = cn->next_try_ns;
+    return ok;
 }
 
-static lmc_status enqueue(resp_adapter *r, lmc_l2_task_kind kind, uint64_t id,
-                          const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
+static lmc_status resp_submit(void *impl, lmc_l2_task_kind kind, uint64_t id,
+                              const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n)
 {
-    lmc_l2_task *t = lmc_l2_task_new(kind, id, keys, objs, n);
-    if (t == NULL)
-        return LMC_ERR_NOMEM;
-    pthread_mutex_lock(&r->lock);
-    bool stopped = r->stop, down = r->live == 0;
-    if (!stopped && !down) {
-        lmc_l2_task_queue_push(&r->queue, t);
-        pthread_cond_signal(&r->work_cond);
-    } else if (down) {
-        r->failed_tasks++;
-    }
-    pthread_mutex_unlock(&r->lock);
-    if (stopped) {
-        lmc_l2_task_free(t);
-        return LMC_ERR_CLOSED;
-    }
-    if (down)
-        lmc_l2_task_fail(r->base, t); /* no connection: fail fast rather than wait for one */
-    return LMC_OK;
-}
-
-static lmc_status resp_submit_store(void *impl, uint64_t id, const lmc_object_key *keys,
-                                    const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_STORE, id, keys, objs, n);
-}
-
-static lmc_status resp_submit_lookup(void *impl, uint64_t id, const lmc_object_key *keys, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOOKUP, id, keys, NULL, n);
-}
-
-static lmc_status resp_submit_load(void *impl, uint64_t id, const lmc_object_key *keys,
-                                   const lmc_memory_obj *objs, size_t n)
-{
-    return enqueue(impl, LMC_L2_TASK_LOAD, id, keys, objs, n);
+    return lmc_l2_workers_enqueue(((resp_adapter *)impl)->workers, kind, id, keys, objs, n);
 }
 
 /* Synchronous: the locks are in process, so a decrement cannot fail. */
@@ -691,16 +575,7 @@ static void resp_submit_unlock(void *impl, const lmc_object_key *keys, size_t n)
 {
     resp_adapter *r = impl;
     pthread_mutex_lock(&r->lock);
-    for (size_t i = 0; i < n; i++) {
-        bool present;
-        uint64_t count = map_get(r->locks, &keys[i], &present);
-        if (!present)
-            continue;
-        if (count <= 1)
-            lmc_keymap_remove(r->locks, &keys[i], NULL);
-        else
-            map_put(r->locks, &keys[i], count - 1); /* replacing never allocates */
-    }
+    lmc_l2_unlock_keys(r->locks, keys, n);
     pthread_mutex_unlock(&r->lock);
 }
 
@@ -716,8 +591,8 @@ typedef struct delete_acc {
 
 static bool append_delete(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
 {
-    /* Untracked (due_ns = 1): even slots ask STRLEN (the size to report), odd ones DEL. */
-    return append_key_cmd(r, c, &t->keys[i], t->due_ns != 0 && i % 2 == 0 ? "STRLEN" : "DEL", NULL);
+    /* Untracked (flags = 1): even slots ask STRLEN (the size to report), odd ones DEL. */
+    return append_key_cmd(r, c, &t->keys[i], t->flags != 0 && i % 2 == 0 ? "STRLEN" : "DEL", NULL);
 }
 
 static void on_delete_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
@@ -755,10 +630,10 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     pthread_mutex_lock(&r->lock);
     for (size_t i = 0; i < n; i++) {
         bool present;
-        if (map_get(r->locks, &keys[i], &present) > 0)
+        if (lmc_l2_count_get(r->locks, &keys[i], &present) > 0)
             continue; /* a lookup holds it for a coming load */
         if (!untracked) {
-            sizes[m] = map_get(r->sizes, &keys[i], &present);
+            sizes[m] = lmc_l2_count_get(r->sizes, &keys[i], &present);
             if (!present)
                 continue; /* not written by this process: not ours to evict */
             lmc_keymap_remove(r->sizes, &keys[i], NULL);
@@ -778,7 +653,7 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     }
     t.keys = victims;
     t.n = untracked ? 2 * m : m;
-    t.due_ns = untracked; /* read by append_delete */
+    t.flags = untracked; /* read by append_delete */
     delete_acc acc = {sizes, done, untracked};
 
     sigpipe_guard guard;
@@ -801,7 +676,7 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
             victims[d] = key;
             sizes[d] = sizes[i];
             d++;
-        } else if (!untracked && map_put(r->sizes, &key, sizes[i]) != LMC_OK) {
+        } else if (!untracked && lmc_l2_count_put(r->sizes, &key, sizes[i]) != LMC_OK) {
             LMC_ERROR(COMPONENT, "delete: a key is no longer tracked (out of memory)");
         }
     }
@@ -823,21 +698,21 @@ out:
 static bool resp_is_healthy(void *impl)
 {
     resp_adapter *r = impl;
-    pthread_mutex_lock(&r->lock);
-    bool up = !r->stop && r->live > 0;
-    pthread_mutex_unlock(&r->lock);
+    bool up =
+        !lmc_l2_workers_stopping(r->workers) && lmc_l2_workers_get_stats(r->workers).live_links > 0;
     return up && !atomic_load(&r->degraded);
 }
 
 static void resp_report_status(void *impl, lmc_json *status)
 {
     resp_adapter *r = impl;
+    lmc_l2_workers_stats ws = lmc_l2_workers_get_stats(r->workers);
     pthread_mutex_lock(&r->lock);
-    int live = r->live;
+    int live = (int)ws.live_links;
     size_t locked = lmc_keymap_size(r->locks);
     size_t tracked = r->sizes != NULL ? lmc_keymap_size(r->sizes) : 0;
-    size_t pending = r->queue.count;
-    uint64_t reconnects = r->reconnects, failed = r->failed_tasks;
+    size_t pending = ws.queued;
+    uint64_t reconnects = r->reconnects, failed = r->failed_tasks + ws.failed_no_link;
     char last_error[sizeof(r->last_error)];
     memcpy(last_error, r->last_error, sizeof(last_error));
     pthread_mutex_unlock(&r->lock);
@@ -954,9 +829,13 @@ static void resp_free(resp_adapter *r)
 {
     if (r->ctl.c != NULL)
         redisFree(r->ctl.c);
+    for (int i = 0; r->conns != NULL && i < r->nconn; i++) {
+        if (r->conns[i].c != NULL)
+            redisFree(r->conns[i].c);
+    }
     lmc_keymap_destroy(r->locks);
     lmc_keymap_destroy(r->sizes);
-    free(r->workers);
+    free(r->conns);
     free(r->host);
     free(r->unix_socket);
     free(r->prefix);
@@ -967,8 +846,6 @@ static void resp_free(resp_adapter *r)
     free(r->username);
     pthread_mutex_destroy(&r->lock);
     pthread_mutex_destroy(&r->ctl_lock);
-    pthread_cond_destroy(&r->work_cond);
-    pthread_cond_destroy(&r->retry_cond);
     free(r);
 }
 
@@ -980,22 +857,6 @@ static char *dup_or_null(const char *s, bool *oom)
     if (d == NULL)
         *oom = true;
     return d;
-}
-
-static void stop_workers(resp_adapter *r)
-{
-    pthread_mutex_lock(&r->lock);
-    r->stop = true;
-    pthread_cond_broadcast(&r->work_cond);
-    pthread_cond_broadcast(&r->retry_cond);
-    pthread_mutex_unlock(&r->lock);
-    for (int i = 0; i < r->nconn; i++) {
-        if (r->workers[i].started)
-            pthread_join(r->workers[i].thread, NULL);
-        else if (r->workers[i].conn.c != NULL)
-            redisFree(r->workers[i].conn.c);
-        r->workers[i].conn.c = NULL;
-    }
 }
 
 static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **impl,
@@ -1012,12 +873,6 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
     r->base = base;
     pthread_mutex_init(&r->lock, NULL);
     pthread_mutex_init(&r->ctl_lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&r->work_cond, &ca);
-    pthread_cond_init(&r->retry_cond, &ca);
-    pthread_condattr_destroy(&ca);
 
     /* Validated by the base, except the environment, which is read again here. */
     lmc_l2_config_string(cfg, TYPE, "host", false, &host, NULL);
@@ -1045,15 +900,14 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
     r->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
     r->nconn = (int)nconn;
     r->timeout_ms = (int)timeout_ms;
-    r->instance = atomic_fetch_add(&g_instances, 1);
     if (sock != NULL)
         snprintf(r->endpoint, sizeof(r->endpoint), "unix:%s", sock);
     else
         snprintf(r->endpoint, sizeof(r->endpoint), "%s:%d", r->host ? r->host : "?", r->port);
     r->locks = lmc_keymap_create(0);
     r->sizes = r->capacity > 0 ? lmc_keymap_create(0) : NULL;
-    r->workers = calloc((size_t)r->nconn, sizeof(*r->workers));
-    if (oom || r->locks == NULL || (r->capacity > 0 && r->sizes == NULL) || r->workers == NULL) {
+    r->conns = calloc((size_t)r->nconn, sizeof(*r->conns));
+    if (oom || r->locks == NULL || (r->capacity > 0 && r->sizes == NULL) || r->conns == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '" TYPE "': out of memory");
         goto fail;
     }
@@ -1069,32 +923,33 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
     sigpipe_guard guard;
     sigpipe_block(&guard);
     bool reachable = true;
+    bool up[64]; /* connections <= 64 (resp_check_config) */
+    int live = 0;
     for (int i = 0; i < r->nconn; i++) {
-        r->workers[i].r = r;
-        r->workers[i].conn.backoff_ms = BACKOFF_MIN_MS;
-        if (reachable && conn_open(r, &r->workers[i].conn))
-            r->live++;
-        else
-            reachable = false;
+        r->conns[i].backoff_ms = BACKOFF_MIN_MS;
+        up[i] = reachable && conn_open(r, &r->conns[i]);
+        reachable = up[i];
+        live += up[i];
     }
     sigpipe_restore(&guard);
-    r->reconnects = (uint64_t)r->live;
+    r->reconnects = (uint64_t)live;
 
-    for (int i = 0; i < r->nconn; i++) {
-        int e = pthread_create(&r->workers[i].thread, NULL, worker_main, &r->workers[i]);
-        if (e != 0) {
-            st = lmc_error_set(err, LMC_ERR_IO,
-                               "--l2-adapter: type '" TYPE "': cannot start worker: %s",
-                               strerror(e));
-            stop_workers(r);
-            goto fail;
-        }
-        r->workers[i].started = true;
-        /* Named from here rather than by the thread itself, so the name is set when create returns.
-         */
-        char name[16];
-        snprintf(name, sizeof(name), "l2-resp-%u-%u", r->instance % 100u, (unsigned)i % 100u);
-        pthread_setname_np(r->workers[i].thread, name);
+    lmc_l2_workers_config wc = {
+        .name = "l2-resp",
+        .instances = &g_instances,
+        .threads = (size_t)r->nconn,
+        .base = base,
+        .hooks = {.run = {[LMC_L2_TASK_LOOKUP] = run_lookup,
+                          [LMC_L2_TASK_LOAD] = run_load,
+                          [LMC_L2_TASK_STORE] = run_store},
+                  .link = resp_link},
+        .ud = r,
+        .idle_check_ns = (uint64_t)PING_IDLE_MS * 1000000u,
+        .up_at_start = up,
+    };
+    if ((st = lmc_l2_workers_start(&wc, &r->workers, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type '" TYPE "'");
+        goto fail;
     }
     *impl = r;
     return LMC_OK;
@@ -1110,10 +965,7 @@ static void resp_destroy(void *impl)
     if (r == NULL)
         return;
     /* Running tasks finish (bounded by timeout_ms per exchange); queued ones fail. */
-    stop_workers(r);
-    lmc_l2_task *t;
-    while ((t = lmc_l2_task_queue_pop(&r->queue)) != NULL)
-        lmc_l2_task_fail(r->base, t);
+    lmc_l2_workers_destroy(r->workers);
     resp_free(r);
 }
 
@@ -1124,9 +976,7 @@ const lmc_l2_adapter_ops lmc_l2_resp_ops = {
             "\"key_prefix\": S, \"max_capacity_gb\": N, \"connections\": 1-64, \"timeout_ms\": N}",
     .check_config = resp_check_config,
     .create = resp_create,
-    .submit_store = resp_submit_store,
-    .submit_lookup = resp_submit_lookup,
-    .submit_load = resp_submit_load,
+    .submit = resp_submit,
     .submit_unlock = resp_submit_unlock,
     .delete_keys = resp_delete_keys,
     .report_status = resp_report_status,

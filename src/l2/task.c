@@ -1,16 +1,14 @@
 /*
- * task.c -- the task record and priority queue shared by the fs and mock
- * adapters.
+ * task.c -- the task record every adapter type runs (see adapter_impl.h).
  *
  * Owns: one task's private copies of its keys and memory-object handles,
- * and the three FIFOs an adapter's worker drains. The queue has no lock of
- * its own: the adapter's mutex guards it. Lookups go first and stores last
- * so that a prefetch is never stuck behind a large write.
+ * its result bitmap and its store scratch, in one allocation. Threads: none;
+ * a task belongs to one thread at a time (its submitter, then a worker).
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 
 /* Round up so the arrays that follow the header stay aligned. */
 static size_t align_up(size_t n)
@@ -24,7 +22,7 @@ lmc_l2_task *lmc_l2_task_new(lmc_l2_task_kind kind, uint64_t id, const lmc_objec
     if (n > SIZE_MAX / 2 / (sizeof(lmc_object_key) + sizeof(lmc_memory_obj) + sizeof(uint64_t)))
         return NULL;
     size_t keys_off = align_up(sizeof(lmc_l2_task));
-    size_t objs_off = align_up(keys_off + n * sizeof(lmc_object_key));
+    size_t objs_off = align_up(keys_off + (keys != NULL ? n * sizeof(lmc_object_key) : 0));
     size_t sizes_off = align_up(objs_off + (objs != NULL ? n * sizeof(lmc_memory_obj) : 0));
     size_t total = sizes_off + (kind == LMC_L2_TASK_STORE ? n * sizeof(uint64_t) : 0);
     char *mem = calloc(1, total);
@@ -34,9 +32,11 @@ lmc_l2_task *lmc_l2_task_new(lmc_l2_task_kind kind, uint64_t id, const lmc_objec
     t->kind = kind;
     t->id = id;
     t->n = n;
-    t->keys = (lmc_object_key *)(mem + keys_off);
-    if (n > 0)
-        memcpy(t->keys, keys, n * sizeof(lmc_object_key));
+    if (keys != NULL) {
+        t->keys = (lmc_object_key *)(mem + keys_off);
+        if (n > 0)
+            memcpy(t->keys, keys, n * sizeof(lmc_object_key));
+    }
     if (objs != NULL) {
         t->objs = (lmc_memory_obj *)(mem + objs_off);
         if (n > 0)
@@ -82,32 +82,4 @@ void lmc_l2_task_fail(lmc_l2_adapter *a, lmc_l2_task *t)
     for (size_t i = 0; i < t->n; i++)
         lmc_bitmap_clear(&t->bitmap, i);
     lmc_l2_task_complete(a, t);
-}
-
-void lmc_l2_task_queue_push(lmc_l2_task_queue *q, lmc_l2_task *t)
-{
-    int k = (int)t->kind;
-    t->next = NULL;
-    if (q->tail[k] != NULL)
-        q->tail[k]->next = t;
-    else
-        q->head[k] = t;
-    q->tail[k] = t;
-    q->count++;
-}
-
-lmc_l2_task *lmc_l2_task_queue_pop(lmc_l2_task_queue *q)
-{
-    for (int k = 0; k < 3; k++) {
-        lmc_l2_task *t = q->head[k];
-        if (t == NULL)
-            continue;
-        q->head[k] = t->next;
-        if (q->head[k] == NULL)
-            q->tail[k] = NULL;
-        t->next = NULL;
-        q->count--;
-        return t;
-    }
-    return NULL;
 }

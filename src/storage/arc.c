@@ -47,7 +47,7 @@ typedef struct arc {
     lmc_keymap *pending; /* victims handed out and not yet removed; values unused */
     size_t p;            /* target size of T1, 0..cap */
     size_t cap;          /* largest resident count seen */
-    lmc_pool nodes; /* every list's nodes; guarded by mu */
+    lmc_pool nodes;      /* every list's nodes; guarded by mu */
 } arc;
 
 static size_t resident(const arc *s)
@@ -286,7 +286,6 @@ static size_t arc_tracked(void *self)
 
 const lmc_eviction_ops lmc_eviction_arc_ops = {
     .name = "ARC",
-    .support_isolation = false,
     .create = arc_create,
     .destroy = arc_destroy,
     .on_created = arc_on_created,

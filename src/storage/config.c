@@ -18,23 +18,20 @@
  */
 #include "storage/config.h"
 
-#include "storage/eviction.h"
-
 #include <errno.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/digest.h"
+#include "core/names.h"
 #include "l2/adapter.h"
+#include "storage/eviction.h"
+#include "storage/prefetch_controller.h"
+#include "storage/store_controller.h"
 
 #define MIB (1024u * 1024u)
 
-/* The eviction policies are the registry's (storage/eviction.c): adding one there adds it here. */
-#define EVICTION_POLICIES lmc_eviction_policy_names
-#define N_EVICTION_POLICIES lmc_eviction_policy_count
-static const char *const STORE_POLICIES[] = {"default", "skip_l1"};
-static const char *const PREFETCH_POLICIES[] = {"default", "retain"};
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
 typedef enum flag_id {
@@ -76,15 +73,12 @@ static const flag_def FLAGS[] = {
      "anonymous memory"},
     {F_WRITE_TTL, "--l1-write-ttl-seconds", "S", "write-lock TTL in seconds", "600"},
     {F_READ_TTL, "--l1-read-ttl-seconds", "S", "read-lock TTL in seconds", "300"},
-    {F_EVICTION_POLICY, "--eviction-policy", "POLICY",
-     "L1 eviction policy: LRU, ARC, S3FIFO, IsolatedLRU or noop", NULL},
+    {F_EVICTION_POLICY, "--eviction-policy", "POLICY", "L1 eviction policy", NULL},
     {F_TRIGGER_WATERMARK, "--eviction-trigger-watermark", "F",
      "usage fraction in (0, 1] that triggers eviction", "0.8"},
     {F_EVICTION_RATIO, "--eviction-ratio", "F", "fraction in (0, 1] to evict per trigger", "0.2"},
-    {F_STORE_POLICY, "--l2-store-policy", "POLICY", "L2 store policy: default or skip_l1",
-     "default"},
-    {F_PREFETCH_POLICY, "--l2-prefetch-policy", "POLICY", "L2 prefetch policy: default or retain",
-     "default"},
+    {F_STORE_POLICY, "--l2-store-policy", "POLICY", "L2 store policy", "default"},
+    {F_PREFETCH_POLICY, "--l2-prefetch-policy", "POLICY", "L2 prefetch policy", "default"},
     {F_PREFETCH_MAX_IN_FLIGHT, "--l2-prefetch-max-in-flight", "N", "concurrent prefetch requests",
      "8"},
     {F_NOTIFIER_INTERVAL, "--periodic-notifier-interval-ms", "MS", "kept in the config; the controllers here wake on eventfds, not a heartbeat", "5"},
@@ -111,16 +105,25 @@ static lmc_status set_string(char **slot, const char *value)
     return LMC_OK;
 }
 
-/* Join names as "a, b, c" for messages. */
-static void join_names(const char *const *names, size_t n, char *buf, size_t cap)
+/*
+ * The names a choice flag accepts, from the registry that owns them (so a
+ * new policy there is a new choice here, in the parser and in --help); 0
+ * for any other flag.
+ */
+static size_t flag_choices(flag_id id, const char *const **names)
 {
-    size_t off = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && off < cap; i++) {
-        int w = snprintf(buf + off, cap - off, "%s%s", i ? ", " : "", names[i]);
-        if (w < 0)
-            break;
-        off += (size_t)w;
+    switch (id) {
+    case F_EVICTION_POLICY:
+        *names = lmc_eviction_policy_names();
+        return lmc_eviction_policy_count;
+    case F_STORE_POLICY:
+        *names = lmc_store_policy_names;
+        return lmc_store_policy_count;
+    case F_PREFETCH_POLICY:
+        *names = lmc_prefetch_policy_names;
+        return lmc_prefetch_policy_count;
+    default:
+        return 0;
     }
 }
 
@@ -215,19 +218,19 @@ static lmc_status parse_fraction(const char *flag, const char *text, double *out
     return LMC_OK;
 }
 
-static lmc_status parse_choice(const char *flag, const char *text, const char *const *choices,
-                               size_t n, char **slot, lmc_error *err)
+static lmc_status parse_choice(const flag_def *f, const char *text, char **slot, lmc_error *err)
 {
-    for (size_t i = 0; i < n; i++) {
-        if (strcmp(text, choices[i]) == 0) {
-            if (set_string(slot, choices[i]) != LMC_OK)
-                return lmc_error_set(err, LMC_ERR_NOMEM, "%s: out of memory", flag);
-            return LMC_OK;
-        }
+    const char *const *choices = NULL;
+    size_t n = flag_choices(f->id, &choices);
+    size_t i;
+    if (lmc_names_find(choices, n, text, strlen(text), &i)) {
+        if (set_string(slot, choices[i]) != LMC_OK)
+            return lmc_error_set(err, LMC_ERR_NOMEM, "%s: out of memory", f->name);
+        return LMC_OK;
     }
     char names[256];
-    join_names(choices, n, names, sizeof(names));
-    return lmc_error_set(err, LMC_ERR_INVALID, "%s: '%s' is not one of %s", flag, text, names);
+    lmc_names_join(choices, n, ", ", NULL, names, sizeof(names));
+    return lmc_error_set(err, LMC_ERR_INVALID, "%s: '%s' is not one of %s", f->name, text, names);
 }
 
 static lmc_status parse_l1_size(const char *flag, const char *text, lmc_sm_config *cfg,
@@ -349,8 +352,7 @@ static lmc_status apply_flag(lmc_sm_config *cfg, const flag_def *f, const char *
             cfg->read_ttl_seconds = (uint64_t)n;
         return st;
     case F_EVICTION_POLICY:
-        st = parse_choice(flag, value, EVICTION_POLICIES, N_EVICTION_POLICIES,
-                          &cfg->eviction_policy, err);
+        st = parse_choice(f, value, &cfg->eviction_policy, err);
         if (st == LMC_OK)
             cfg->eviction_policy_set = true;
         return st;
@@ -359,11 +361,9 @@ static lmc_status apply_flag(lmc_sm_config *cfg, const flag_def *f, const char *
     case F_EVICTION_RATIO:
         return parse_fraction(flag, value, &cfg->eviction_ratio, err);
     case F_STORE_POLICY:
-        return parse_choice(flag, value, STORE_POLICIES, N_OF(STORE_POLICIES), &cfg->store_policy,
-                            err);
+        return parse_choice(f, value, &cfg->store_policy, err);
     case F_PREFETCH_POLICY:
-        return parse_choice(flag, value, PREFETCH_POLICIES, N_OF(PREFETCH_POLICIES),
-                            &cfg->prefetch_policy, err);
+        return parse_choice(f, value, &cfg->prefetch_policy, err);
     case F_PREFETCH_MAX_IN_FLIGHT:
         st = parse_int_min(flag, value, 1, UINT32_MAX, &n, err);
         if (st == LMC_OK)
@@ -482,8 +482,7 @@ lmc_status lmc_sm_config_set(lmc_sm_config *cfg, const char *flag, const char *v
 
 lmc_status lmc_sm_config_finish(lmc_sm_config *cfg, lmc_error *err)
 {
-    char names[256];
-    join_names(EVICTION_POLICIES, N_EVICTION_POLICIES, names, sizeof(names));
+    const char *names = lmc_eviction_policy_list();
     if (!cfg->l1_size_set && !cfg->eviction_policy_set)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "--l1-size-gb is required (the L1 size in GiB, e.g. --l1-size-gb 8); "
@@ -556,6 +555,13 @@ void lmc_sm_config_print_help(FILE *out)
         if (f->help == NULL)
             continue;
         fprintf(out, "  %-*s  %s", width, inv[k], f->help);
+        const char *const *choices = NULL;
+        size_t n = flag_choices(f->id, &choices);
+        if (n > 0) {
+            char names[256];
+            lmc_names_join(choices, n, ", ", " or ", names, sizeof(names));
+            fprintf(out, ": %s", names);
+        }
         if (f->id == F_L2_ADAPTER)
             fprintf(out, "; types: %s", lmc_l2_type_names());
         if (f->deflt != NULL)

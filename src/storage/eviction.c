@@ -2,33 +2,62 @@
  * eviction.c -- the eviction policy registry and the policy wrapper (see
  * eviction.h).
  *
- * Owns: the constant name -> ops table and lmc_eviction_policy, a pair of
- * (ops, state) so that callers hold one pointer whatever the policy.
+ * Owns: the constant table of policies (the one list of them: names, the
+ * count and the "one of ..." text are derived from it) and
+ * lmc_eviction_policy, a pair of (ops, state) so that callers hold one
+ * pointer whatever the policy.
  *
- * Threads: the registry is read-only; the wrapper adds no locking of its
- * own because every policy guards its state with its own mutex.
+ * Threads: the registry is read-only (its derived names are built once,
+ * under pthread_once); the wrapper adds no locking of its own because every
+ * policy guards its state with its own mutex.
  */
 #include "storage/eviction.h"
 
 #include <math.h>
-#include <stdio.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Adding a policy: one line in each table, in the same position. */
-const char *const lmc_eviction_policy_names[] = {"LRU", "ARC", "S3FIFO", "IsolatedLRU", "noop"};
+#include "core/names.h"
 
+/* Adding a policy: its own file, and one line here. */
 static const lmc_eviction_ops *const registry[] = {
     &lmc_eviction_lru_ops,          &lmc_eviction_arc_ops,  &lmc_eviction_s3fifo_ops,
     &lmc_eviction_isolated_lru_ops, &lmc_eviction_noop_ops,
 };
 
 #define NPOLICIES (sizeof(registry) / sizeof(registry[0]))
-_Static_assert(sizeof(lmc_eviction_policy_names) / sizeof(lmc_eviction_policy_names[0]) ==
-                   NPOLICIES,
-               "every registered policy needs a name");
 
 const size_t lmc_eviction_policy_count = NPOLICIES;
+
+/* Derived from registry[] at first use. */
+static pthread_once_t g_names_once = PTHREAD_ONCE_INIT;
+static const char *g_names[NPOLICIES];
+static char g_list[256];
+
+static void build_names(void)
+{
+    for (size_t i = 0; i < NPOLICIES; i++)
+        g_names[i] = registry[i]->name;
+    lmc_names_join(g_names, NPOLICIES, ", ", NULL, g_list, sizeof(g_list));
+}
+
+const char *const *lmc_eviction_policy_names(void)
+{
+    pthread_once(&g_names_once, build_names);
+    return g_names;
+}
+
+const char *lmc_eviction_policy_list(void)
+{
+    pthread_once(&g_names_once, build_names);
+    return g_list;
+}
+
+const lmc_eviction_ops *lmc_eviction_policy_at(size_t i)
+{
+    return i < NPOLICIES ? registry[i] : NULL;
+}
 
 struct lmc_eviction_policy {
     const lmc_eviction_ops *ops;
@@ -50,20 +79,10 @@ lmc_status lmc_eviction_policy_create(const char *name, lmc_eviction_policy **ou
 {
     *out = NULL;
     const lmc_eviction_ops *ops = lmc_eviction_find(name);
-    if (ops == NULL) {
-        char expected[128] = "";
-        size_t used = 0;
-        for (size_t i = 0; i < NPOLICIES && used < sizeof(expected); i++) {
-            int n = snprintf(expected + used, sizeof(expected) - used, "%s%s", i ? ", " : "",
-                             lmc_eviction_policy_names[i]);
-            if (n < 0)
-                break;
-            used += (size_t)n;
-        }
+    if (ops == NULL)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "unknown eviction policy '%s' (expected one of %s)", name ? name : "",
-                             expected);
-    }
+                             lmc_eviction_policy_list());
     lmc_eviction_policy *p = malloc(sizeof(*p));
     if (p == NULL)
         goto nomem;
@@ -94,7 +113,7 @@ const char *lmc_eviction_policy_name(const lmc_eviction_policy *p)
 
 bool lmc_eviction_policy_supports_isolation(const lmc_eviction_policy *p)
 {
-    return p->ops->support_isolation;
+    return lmc_eviction_ops_isolating(p->ops);
 }
 
 void lmc_eviction_on_created(lmc_eviction_policy *p, const lmc_object_key *keys, size_t n)
@@ -140,7 +159,5 @@ size_t lmc_eviction_target(size_t tracked, double ratio)
 
 size_t lmc_eviction_bucket_count(lmc_eviction_policy *p)
 {
-    if (p->ops != &lmc_eviction_isolated_lru_ops)
-        return 0;
-    return lmc_isolated_lru_bucket_count(p->self);
+    return p->ops->salt_buckets != NULL ? p->ops->salt_buckets(p->self) : 0;
 }

@@ -610,7 +610,7 @@ static lmc_status l2_state_create(lmc_l2_adapter *a, size_t i, l2_state **out, l
     if (st != LMC_OK)
         return lmc_error_prefix(err, "L2 adapter %zu (%s)", i, type);
     const lmc_eviction_ops *ops = lmc_eviction_find(name);
-    bool isolated = ops != NULL && ops->support_isolation;
+    bool isolated = ops != NULL && lmc_eviction_ops_isolating(ops);
     if (ops != NULL && !isolated && !lmc_l2_adapter_supports_global_eviction(a)) {
         LMC_WARN(LOG_COMP, "L2 adapter %zu (%s): eviction configured but no capacity; skipped", i,
                  type);

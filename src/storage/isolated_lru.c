@@ -251,7 +251,7 @@ static size_t isolated_tracked(void *self)
     return n;
 }
 
-size_t lmc_isolated_lru_bucket_count(void *self)
+static size_t isolated_salt_buckets(void *self)
 {
     isolated *s = self;
     pthread_mutex_lock(&s->mu);
@@ -262,7 +262,6 @@ size_t lmc_isolated_lru_bucket_count(void *self)
 
 const lmc_eviction_ops lmc_eviction_isolated_lru_ops = {
     .name = "IsolatedLRU",
-    .support_isolation = true,
     .create = isolated_create,
     .destroy = isolated_destroy,
     .on_created = isolated_on_created,
@@ -270,4 +269,5 @@ const lmc_eviction_ops lmc_eviction_isolated_lru_ops = {
     .on_removed = isolated_on_removed,
     .get_actions = isolated_get_actions,
     .tracked = isolated_tracked,
+    .salt_buckets = isolated_salt_buckets,
 };

@@ -16,6 +16,7 @@
 
 #include "core/keymap.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "core/pool.h"
 #include "core/ttl_lock.h"
 
@@ -44,29 +45,27 @@ struct lmc_l1_manager {
     size_t n_listeners;
 };
 
+/* The one list of write modes, indexed by lmc_write_mode. */
+static const char *const g_write_modes[] = {
+    [LMC_WRITE_NEW] = "new",
+    [LMC_WRITE_UPDATE] = "update",
+    [LMC_WRITE_ALL] = "all",
+};
+#define N_WRITE_MODES (sizeof(g_write_modes) / sizeof(g_write_modes[0]))
+
 const char *lmc_write_mode_name(lmc_write_mode m)
 {
-    switch (m) {
-    case LMC_WRITE_NEW: return "new";
-    case LMC_WRITE_UPDATE: return "update";
-    case LMC_WRITE_ALL: return "all";
-    }
-    return "?";
+    return (size_t)m < N_WRITE_MODES ? g_write_modes[m] : "?";
 }
 
 lmc_status lmc_write_mode_from_name(const char *s, size_t len, lmc_write_mode *out,
                                     lmc_error *err)
 {
-    static const lmc_write_mode modes[] = {LMC_WRITE_NEW, LMC_WRITE_UPDATE, LMC_WRITE_ALL};
-    for (size_t i = 0; i < 3; i++) {
-        const char *name = lmc_write_mode_name(modes[i]);
-        if (strlen(name) == len && memcmp(name, s, len) == 0) {
-            *out = modes[i];
-            return LMC_OK;
-        }
-    }
-    return lmc_error_set(err, LMC_ERR_INVALID, "unknown write mode '%.*s' (expected new, update "
-                         "or all)", (int)(len > 64 ? 64 : len), s);
+    size_t i;
+    lmc_status st = lmc_names_parse(g_write_modes, N_WRITE_MODES, "write mode", s, len, &i, err);
+    if (st == LMC_OK)
+        *out = (lmc_write_mode)i;
+    return st;
 }
 
 static uint64_t now_ms(lmc_l1_manager *l1)

@@ -109,7 +109,6 @@ static size_t lru_tracked(void *self)
 
 const lmc_eviction_ops lmc_eviction_lru_ops = {
     .name = "LRU",
-    .support_isolation = false,
     .create = lru_create,
     .destroy = lru_destroy,
     .on_created = lru_on_created,

@@ -49,7 +49,6 @@ static size_t noop_tracked(void *self)
 
 const lmc_eviction_ops lmc_eviction_noop_ops = {
     .name = "noop",
-    .support_isolation = false,
     .create = noop_create,
     .destroy = noop_destroy,
     .on_created = noop_on_keys,

@@ -38,6 +38,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
 
 #define LOG_COMP "prefetch"
 #define POLL_TIMEOUT_MS 500
@@ -135,27 +136,28 @@ struct lmc_prefetch_controller {
 /* Policy                                                                  */
 /* ---------------------------------------------------------------------- */
 
-static bool policy_from_name(const char *name, pf_policy *out)
+/* The one list of prefetch policies, indexed by pf_policy. */
+const char *const lmc_prefetch_policy_names[] = {
+    [PF_POLICY_DEFAULT] = "default",
+    [PF_POLICY_RETAIN] = "retain",
+};
+const size_t lmc_prefetch_policy_count =
+    sizeof(lmc_prefetch_policy_names) / sizeof(lmc_prefetch_policy_names[0]);
+
+static lmc_status parse_policy(const char *name, pf_policy *out, lmc_error *err)
 {
-    if (name != NULL && strcmp(name, "default") == 0) {
-        *out = PF_POLICY_DEFAULT;
-        return true;
-    }
-    if (name != NULL && strcmp(name, "retain") == 0) {
-        *out = PF_POLICY_RETAIN;
-        return true;
-    }
-    return false;
+    size_t i = PF_POLICY_DEFAULT;
+    lmc_status st =
+        lmc_names_parse(lmc_prefetch_policy_names, lmc_prefetch_policy_count, "prefetch policy",
+                        name, name != NULL ? strlen(name) : 0, &i, err);
+    *out = (pf_policy)i;
+    return st;
 }
 
 lmc_status lmc_prefetch_policy_check(const char *name, lmc_error *err)
 {
     pf_policy p;
-    if (policy_from_name(name, &p))
-        return LMC_OK;
-    return lmc_error_set(err, LMC_ERR_INVALID,
-                         "unknown prefetch policy '%.64s' (expected default or retain)",
-                         name ? name : "(null)");
+    return parse_policy(name, &p, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -719,12 +721,12 @@ lmc_status lmc_prefetch_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *co
 {
     *out = NULL;
     pf_policy pol;
-    if (!policy_from_name(policy, &pol))
-        return lmc_prefetch_policy_check(policy, err);
+    lmc_status st = parse_policy(policy, &pol, err);
+    if (st != LMC_OK)
+        return st;
     if (max_in_flight == 0)
         return lmc_error_set(err, LMC_ERR_INVALID, "prefetch max_in_flight must be >= 1 (got 0)");
 
-    lmc_status st;
     lmc_prefetch_controller *c = calloc(1, sizeof(*c));
     if (c == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "prefetch controller: out of memory");

@@ -30,6 +30,10 @@
 
 typedef struct lmc_prefetch_controller lmc_prefetch_controller;
 
+/* The prefetch policy names ("default", "retain"): the one list of them, for flags and help. */
+extern const char *const lmc_prefetch_policy_names[];
+extern const size_t lmc_prefetch_policy_count;
+
 /* Prefetch policies: "default" (loaded keys are temporary in L1) and
  * "retain" (loaded keys stay in L1). Both load each key from the
  * lowest-index adapter that has it. */

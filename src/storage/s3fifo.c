@@ -42,7 +42,7 @@ typedef struct s3fifo {
     pthread_mutex_t mu;
     lmc_lru_list small, main, ghost;
     size_t ghost_cap; /* largest resident count seen */
-    lmc_pool nodes; /* every list's nodes; guarded by mu */
+    lmc_pool nodes;   /* every list's nodes; guarded by mu */
 } s3fifo;
 
 static size_t resident(const s3fifo *s)
@@ -182,7 +182,6 @@ static size_t s3fifo_tracked(void *self)
 
 const lmc_eviction_ops lmc_eviction_s3fifo_ops = {
     .name = "S3FIFO",
-    .support_isolation = false,
     .create = s3fifo_create,
     .destroy = s3fifo_destroy,
     .on_created = s3fifo_on_created,

@@ -31,6 +31,7 @@
 
 #include "core/keyvec.h"
 #include "core/log.h"
+#include "core/names.h"
 
 #define LOG_COMP "store-ctl"
 #define POLL_TIMEOUT_MS 500
@@ -85,29 +86,28 @@ struct lmc_store_controller {
 /* Policy                                                                  */
 /* ---------------------------------------------------------------------- */
 
+/* The one list of store policies, indexed by store_policy. */
+const char *const lmc_store_policy_names[] = {
+    [STORE_POLICY_DEFAULT] = "default",
+    [STORE_POLICY_SKIP_L1] = "skip_l1",
+};
+const size_t lmc_store_policy_count =
+    sizeof(lmc_store_policy_names) / sizeof(lmc_store_policy_names[0]);
+
 static lmc_status parse_policy(const char *name, store_policy *out, lmc_error *err)
 {
-    if (name == NULL || strcmp(name, "default") == 0) {
-        *out = STORE_POLICY_DEFAULT;
-        return LMC_OK;
-    }
-    if (strcmp(name, "skip_l1") == 0) {
-        *out = STORE_POLICY_SKIP_L1;
-        return LMC_OK;
-    }
-    return lmc_error_set(err, LMC_ERR_INVALID,
-                         "unknown store policy '%.64s' (expected default or skip_l1)", name);
+    size_t i = STORE_POLICY_DEFAULT; /* NULL means the default */
+    lmc_status st = name == NULL ? LMC_OK
+                                 : lmc_names_parse(lmc_store_policy_names, lmc_store_policy_count,
+                                                   "store policy", name, strlen(name), &i, err);
+    *out = (store_policy)i;
+    return st;
 }
 
 lmc_status lmc_store_policy_check(const char *name, lmc_error *err)
 {
     store_policy p = STORE_POLICY_DEFAULT;
     return parse_policy(name, &p, err);
-}
-
-static const char *policy_name(store_policy p)
-{
-    return p == STORE_POLICY_SKIP_L1 ? "skip_l1" : "default";
 }
 
 /* ---------------------------------------------------------------------- */
@@ -581,8 +581,8 @@ lmc_status lmc_store_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *const
         goto fail;
     }
     c->thread_started = true;
-    LMC_INFO(LOG_COMP, "store controller started: policy %s, %zu L2 adapter(s)", policy_name(p),
-             n_adapters);
+    LMC_INFO(LOG_COMP, "store controller started: policy %s, %zu L2 adapter(s)",
+             lmc_store_policy_names[p], n_adapters);
     *out = c;
     return LMC_OK;
 

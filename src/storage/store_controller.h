@@ -31,6 +31,10 @@
 
 typedef struct lmc_store_controller lmc_store_controller;
 
+/* The store policy names ("default", "skip_l1"): the one list of them, for flags and help. */
+extern const char *const lmc_store_policy_names[];
+extern const size_t lmc_store_policy_count;
+
 /*
  * Store policies: "default" and "skip_l1" (NULL means "default"); anything
  * else: LMC_ERR_INVALID "unknown store policy 'x' (expected default or

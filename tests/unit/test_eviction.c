@@ -140,19 +140,55 @@ static void test_registry_lists_names_in_order(void **state)
     static const char *const want[] = {"LRU", "ARC", "S3FIFO", "IsolatedLRU", "noop"};
     assert_int_equal(lmc_eviction_policy_count, 5);
     for (size_t i = 0; i < 5; i++)
-        assert_string_equal(lmc_eviction_policy_names[i], want[i]);
+        assert_string_equal(lmc_eviction_policy_names()[i], want[i]);
 }
 
 static void test_registry_finds_every_listed_name(void **state)
 {
     (void)state;
     for (size_t i = 0; i < lmc_eviction_policy_count; i++) {
-        const lmc_eviction_ops *ops = lmc_eviction_find(lmc_eviction_policy_names[i]);
+        const lmc_eviction_ops *ops = lmc_eviction_find(lmc_eviction_policy_names()[i]);
         assert_non_null(ops);
-        assert_string_equal(ops->name, lmc_eviction_policy_names[i]);
+        assert_string_equal(ops->name, lmc_eviction_policy_names()[i]);
     }
     assert_ptr_equal(lmc_eviction_find("LRU"), &lmc_eviction_lru_ops);
     assert_ptr_equal(lmc_eviction_find("noop"), &lmc_eviction_noop_ops);
+}
+
+/*
+ * Everything that lists policies is derived from the one table: the names
+ * array, the joined list of messages, and the count agree with it, and
+ * only a policy with the salt_buckets op isolates.
+ */
+static void test_registry_names_and_list_are_derived_from_the_table(void **state)
+{
+    (void)state;
+    size_t n = lmc_eviction_policy_count;
+    assert_null(lmc_eviction_policy_at(n));
+    char list[256];
+    snprintf(list, sizeof(list), "%s", lmc_eviction_policy_list());
+    size_t k = 0;
+    char *save = NULL;
+    for (char *tok = strtok_r(list, ", ", &save); tok != NULL; tok = strtok_r(NULL, ", ", &save)) {
+        assert_true(k < n);
+        assert_ptr_equal(lmc_eviction_find(tok),
+                         lmc_eviction_policy_at(k)); /* each once, in order */
+        k++;
+    }
+    assert_int_equal(k, n);
+    size_t isolating = 0;
+    for (size_t i = 0; i < n; i++) {
+        const lmc_eviction_ops *ops = lmc_eviction_policy_at(i);
+        assert_ptr_equal(lmc_eviction_policy_names()[i], ops->name);
+        isolating += lmc_eviction_ops_isolating(ops);
+        lmc_eviction_policy *p = make(ops->name);
+        assert_int_equal(lmc_eviction_policy_supports_isolation(p), ops->salt_buckets != NULL);
+        if (!lmc_eviction_ops_isolating(ops))
+            assert_int_equal(lmc_eviction_bucket_count(p), 0);
+        lmc_eviction_policy_destroy(p);
+    }
+    assert_int_equal(isolating, 1); /* IsolatedLRU */
+    assert_true(lmc_eviction_ops_isolating(&lmc_eviction_isolated_lru_ops));
 }
 
 static void test_registry_match_is_exact(void **state)
@@ -180,10 +216,10 @@ static void test_create_reports_name_and_isolation(void **state)
 {
     (void)state;
     for (size_t i = 0; i < lmc_eviction_policy_count; i++) {
-        lmc_eviction_policy *p = make(lmc_eviction_policy_names[i]);
-        assert_string_equal(lmc_eviction_policy_name(p), lmc_eviction_policy_names[i]);
+        lmc_eviction_policy *p = make(lmc_eviction_policy_names()[i]);
+        assert_string_equal(lmc_eviction_policy_name(p), lmc_eviction_policy_names()[i]);
         assert_int_equal(lmc_eviction_policy_supports_isolation(p),
-                         strcmp(lmc_eviction_policy_names[i], "IsolatedLRU") == 0);
+                         strcmp(lmc_eviction_policy_names()[i], "IsolatedLRU") == 0);
         assert_int_equal(lmc_eviction_tracked(p), 0);
         lmc_eviction_policy_destroy(p);
     }
@@ -866,6 +902,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_registry_lists_names_in_order),
         cmocka_unit_test(test_registry_finds_every_listed_name),
+        cmocka_unit_test(test_registry_names_and_list_are_derived_from_the_table),
         cmocka_unit_test(test_registry_match_is_exact),
         cmocka_unit_test(test_create_unknown_policy_is_invalid_and_names_choices),
         cmocka_unit_test(test_create_reports_name_and_isolation),

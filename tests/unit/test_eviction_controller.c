@@ -28,6 +28,7 @@
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "lmcache/bitmap.h"
 #include "storage/eviction.h"
 #include "storage/eviction_controller.h"

@@ -24,6 +24,7 @@
 #include "helpers/l2_test_util.h"
 #include "helpers/sm_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "lmcache/storage_manager.h"
 
 #define INNER "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": 1000}"
@@ -218,9 +219,12 @@ static void test_destroy_completes_every_pending_task_once(void **state)
     for (uint32_t i = 0; i < N; i++) {
         lmc_object_key k = l2_key("m", i, 0, 0, NULL);
         lmc_memory_obj obj = {b, 1 << 20, 1 << 20, 0};
-        assert_int_equal(lmc_l2_fault_inject_ops.submit_store(impl, 10 + i, &k, &obj, 1), LMC_OK);
-        assert_int_equal(lmc_l2_fault_inject_ops.submit_lookup(impl, 20 + i, &k, 1), LMC_OK);
-        assert_int_equal(lmc_l2_fault_inject_ops.submit_load(impl, 30 + i, &k, &obj, 1), LMC_OK);
+        assert_int_equal(
+            lmc_l2_fault_inject_ops.submit(impl, LMC_L2_TASK_STORE, 10 + i, &k, &obj, 1), LMC_OK);
+        assert_int_equal(
+            lmc_l2_fault_inject_ops.submit(impl, LMC_L2_TASK_LOOKUP, 20 + i, &k, NULL, 1), LMC_OK);
+        assert_int_equal(
+            lmc_l2_fault_inject_ops.submit(impl, LMC_L2_TASK_LOAD, 30 + i, &k, &obj, 1), LMC_OK);
     }
     uint64_t t0 = lmc_mono_ns();
     lmc_l2_fault_inject_ops.destroy(impl); /* neither transfers nor delays are waited out */

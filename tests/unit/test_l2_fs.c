@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 
 typedef struct fixture {
     char dir[64];
@@ -701,10 +702,11 @@ static void test_fs_destroy_completes_every_pending_task_once(void **state)
     for (uint32_t i = 0; i < N; i++) {
         lmc_object_key k = l2_key("big", i, 0, 0, NULL);
         lmc_memory_obj obj = {b, SIZE, SIZE, 0};
-        assert_int_equal(lmc_l2_fs_ops.submit_store(impl, 100 + i, &k, &obj, 1), LMC_OK);
+        assert_int_equal(lmc_l2_fs_ops.submit(impl, LMC_L2_TASK_STORE, 100 + i, &k, &obj, 1),
+                         LMC_OK);
     }
     lmc_object_key k = l2_key("x", 1, 0, 0, NULL);
-    assert_int_equal(lmc_l2_fs_ops.submit_lookup(impl, 500, &k, 1), LMC_OK);
+    assert_int_equal(lmc_l2_fs_ops.submit(impl, LMC_L2_TASK_LOOKUP, 500, &k, NULL, 1), LMC_OK);
     lmc_l2_fs_ops.destroy(impl);
     free(b);
 

@@ -18,6 +18,7 @@
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 
 static lmc_l2_adapter *mock_adapter(const char *size_gb, const char *bandwidth)
 {
@@ -247,8 +248,10 @@ static void test_mock_destroy_completes_every_pending_task_once(void **state)
     for (uint32_t i = 0; i < N; i++) {
         lmc_object_key k = l2_key("m", i, 0, 0, NULL);
         lmc_memory_obj obj = {b, 1 << 20, 1 << 20, 0};
-        assert_int_equal(lmc_l2_mock_ops.submit_store(impl, 10 + i, &k, &obj, 1), LMC_OK);
-        assert_int_equal(lmc_l2_mock_ops.submit_load(impl, 20 + i, &k, &obj, 1), LMC_OK);
+        assert_int_equal(lmc_l2_mock_ops.submit(impl, LMC_L2_TASK_STORE, 10 + i, &k, &obj, 1),
+                         LMC_OK);
+        assert_int_equal(lmc_l2_mock_ops.submit(impl, LMC_L2_TASK_LOAD, 20 + i, &k, &obj, 1),
+                         LMC_OK);
     }
     uint64_t t0 = lmc_mono_ns();
     lmc_l2_mock_ops.destroy(impl); /* ~10 s of simulated transfers are not waited for */

@@ -28,6 +28,7 @@
 #include "helpers/redis_test_util.h"
 #include "helpers/sm_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "lmcache/storage_manager.h"
 
 #define KB 1024u

@@ -37,6 +37,7 @@
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
+#include "l2/adapter_impl.h"
 #include "storage/l1_manager.h"
 #include "storage/prefetch_controller.h"
 
