@@ -13,6 +13,7 @@
 
 #include "lmcache/config.h"
 #include "lmcache/status.h"
+#include "server/limits.h"
 
 typedef struct lmc_server_config {
     const char *host;            /* default 127.0.0.1 */
@@ -23,6 +24,7 @@ typedef struct lmc_server_config {
     const char *trace_output;    /* NULL: the default path */
     size_t event_bus_queue_size; /* default 10000 */
     const char *counters_output; /* NULL, or a file for the call counters (JSON) */
+    lmc_server_limits limits;    /* limits.h, each its own flag */
     lmc_sm_config sm;
 } lmc_server_config;
 

@@ -207,7 +207,8 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
         }
     }
     if ((st = lmc_sm_create(&cfg->sm, &s->sm, err)) != LMC_OK ||
-        (st = lmc_engine_create(s->sm, cfg->chunk_size, &s->engine, err)) != LMC_OK ||
+        (st = lmc_engine_create(s->sm, cfg->chunk_size, &cfg->limits,
+                                cfg->sm.read_ttl_seconds * 1000, &s->engine, err)) != LMC_OK ||
         (st = lmc_regions_create(cfg->chunk_size, &s->regions, err)) != LMC_OK)
         goto fail;
     s->ops = (lmc_op_ctx){.engine = s->engine, .regions = s->regions};
@@ -396,16 +397,22 @@ static void write_counters(lmc_server *s)
     fclose(f);
 }
 
+/* How often the loop collects sessions that ended before their prefetch (while there are any). */
+#define DRAIN_POLL_MS 20
+/* How often it ends the sessions nobody used for --session-ttl-s. */
+#define SWEEP_MS 10000
+
 lmc_status lmc_server_run(lmc_server *s)
 {
-    uint64_t next_sweep = lmc_mono_ms() + 60000;
+    uint64_t next_sweep = lmc_mono_ms() + SWEEP_MS;
+    size_t draining = 0;
     for (;;) {
         zmq_pollitem_t items[3] = {
             {s->router, 0, ZMQ_POLLIN, 0},
             {s->pull, 0, ZMQ_POLLIN, 0},
             {NULL, s->stop_fd, ZMQ_POLLIN, 0},
         };
-        int rc = zmq_poll(items, 3, 1000);
+        int rc = zmq_poll(items, 3, draining > 0 ? DRAIN_POLL_MS : 1000);
         if (rc < 0 && zmq_errno() != EINTR)
             break;
         if (items[2].revents & ZMQ_POLLIN)
@@ -414,9 +421,11 @@ lmc_status lmc_server_run(lmc_server *s)
             forward_replies(s);
         if (items[0].revents & ZMQ_POLLIN)
             accept_request(s);
+        /* Nobody waits for an abandoned lookup's prefetch: its locks go when it ends. */
+        draining = lmc_engine_poll_draining(s->engine);
         if (lmc_mono_ms() >= next_sweep) {
             lmc_engine_expire_sessions(s->engine);
-            next_sweep = lmc_mono_ms() + 60000;
+            next_sweep = lmc_mono_ms() + SWEEP_MS;
         }
     }
 
