@@ -625,6 +625,134 @@ static void test_free_lookup_locks_of_a_slow_prefetch_returns_at_once(void **sta
     teardown((void **)&f);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Limits                                                                  */
+/* ---------------------------------------------------------------------- */
+
+static lmc_status try_lookup(fixture *f, const char *id, int64_t ws, const char *model,
+                             const char *salt, lmc_error *err)
+{
+    lmc_ipc_key k = f->key;
+    k.world_size = ws;
+    k.worker_id = -1;
+    k.request_id = (char *)id;
+    k.model_name = (char *)model;
+    k.cache_salt = (char *)salt;
+    return lmc_engine_lookup(f->e, &k, &f->layout, err);
+}
+
+static void test_a_lookup_past_max_sessions_is_refused_until_one_ends(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.max_sessions = 2;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    lmc_error err;
+    assert_int_equal(try_lookup(f, "s1", 1, "m", "", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "s2", 1, "m", "", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "s3", 1, "m", "", &err), LMC_ERR_BUSY);
+    assert_non_null(strstr(err.msg, "lookup: 2 sessions are open, the limit (--max-sessions 2)"));
+    lmc_engine_end_session(f->e, "s1");
+    assert_int_equal(try_lookup(f, "s3", 1, "m", "", &err), LMC_OK);
+    size_t sessions, keys;
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 2);
+    assert_int_equal(keys, 2 * N_CHUNKS);
+    teardown((void **)&f);
+}
+
+static void test_lookups_past_max_session_keys_are_refused(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.max_session_keys = 2 * N_CHUNKS;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    lmc_error err;
+    assert_int_equal(try_lookup(f, "w2", 2, "m", "", &err), LMC_OK); /* 4 chunks x 2 ranks */
+    assert_int_equal(try_lookup(f, "w1", 1, "m", "", &err), LMC_ERR_BUSY);
+    assert_non_null(strstr(err.msg, "--max-session-keys"));
+    assert_int_equal(try_lookup(f, "w3", 3, "m", "", &err), LMC_ERR_INVALID); /* never fits */
+    assert_non_null(strstr(err.msg, "lookup: 4 chunks x world size 3 = 12 keys, more than the 8"));
+    lmc_engine_free_lookup_locks(f->e, "w2");
+    assert_int_equal(try_lookup(f, "w1", 1, "m", "", &err), LMC_OK);
+    teardown((void **)&f);
+}
+
+static void test_a_key_past_max_lookup_tokens_is_refused(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.max_lookup_tokens = N_TOKENS - 1;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    lmc_error err;
+    assert_int_equal(lmc_engine_check_key(f->e, "lookup", &f->key, &err), LMC_ERR_INVALID);
+    assert_string_equal(err.msg, "lookup: key.token_ids has 64 tokens, more than the 63 this "
+                                 "server takes (--max-lookup-tokens)");
+    f->key.n_tokens = N_TOKENS - CHUNK;
+    f->key.end = N_TOKENS - CHUNK;
+    assert_int_equal(lmc_engine_check_key(f->e, "lookup", &f->key, &err), LMC_OK);
+    teardown((void **)&f);
+}
+
+static void test_new_salts_and_model_names_past_their_budget_are_refused(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.max_cache_salts = 2;
+    l.max_model_names = 1;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    lmc_error err;
+    /* Strings no other test interned: each costs the budget once. */
+    assert_int_equal(try_lookup(f, "a", 1, "budget-model-1", "budget-salt-1", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "b", 1, "budget-model-1", "budget-salt-2", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "c", 1, "budget-model-1", "budget-salt-3", &err), LMC_ERR_BUSY);
+    assert_string_equal(err.msg, "lookup: this cache_salt is new and the server already took 2 "
+                                 "distinct ones, its limit (--max-cache-salts)");
+    assert_null(lmc_intern_find("budget-salt-3", 13)); /* nothing was kept for it */
+    /* Known ones (and no salt at all) cost nothing. */
+    assert_int_equal(try_lookup(f, "c", 1, "budget-model-1", "budget-salt-1", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "d", 1, "budget-model-1", "", &err), LMC_OK);
+    assert_int_equal(try_lookup(f, "e", 1, "budget-model-2", "", &err), LMC_ERR_BUSY);
+    assert_non_null(strstr(err.msg, "--max-model-names"));
+    /* store and retrieve keys come through the same budget. */
+    lmc_ipc_key k = f->key;
+    k.model_name = "budget-model-3";
+    lmc_object_key *keys = NULL;
+    size_t n;
+    assert_int_equal(lmc_engine_worker_keys(f->e, "store", &k, &keys, &n, &err), LMC_ERR_BUSY);
+    assert_non_null(strstr(err.msg, "store: this model name is new"));
+    assert_null(keys);
+    teardown((void **)&f);
+}
+
+static void test_unused_sessions_end_after_the_session_ttl(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.session_ttl_s = 1;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    store_all(f, 1);
+    lookup(f, "forgotten", 1, 1);
+    assert_int_equal(wait_hits(f->e, "forgotten"), N_CHUNKS);
+    assert_locks(f, 1, 1, "after the lookup");
+    lmc_engine_expire_sessions(f->e); /* used just now: stays */
+    size_t sessions, keys;
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 1);
+    lmc_sleep_ns(1100ull * 1000 * 1000);
+    lmc_engine_expire_sessions(f->e);
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 0);
+    assert_int_equal(keys, 0);
+    assert_locks(f, 1, 0, "after the TTL sweep");
+    teardown((void **)&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -649,6 +777,11 @@ int main(void)
             test_every_order_of_retrieve_free_and_end_releases_each_lock_once, setup, teardown),
         cmocka_unit_test(test_sessions_past_the_read_ttl_release_nothing),
         cmocka_unit_test(test_free_lookup_locks_of_a_slow_prefetch_returns_at_once),
+        cmocka_unit_test(test_a_lookup_past_max_sessions_is_refused_until_one_ends),
+        cmocka_unit_test(test_lookups_past_max_session_keys_are_refused),
+        cmocka_unit_test(test_a_key_past_max_lookup_tokens_is_refused),
+        cmocka_unit_test(test_new_salts_and_model_names_past_their_budget_are_refused),
+        cmocka_unit_test(test_unused_sessions_end_after_the_session_ttl),
         cmocka_unit_test(test_counters_print_in_the_log_and_json_forms),
         cmocka_unit_test(test_every_implemented_operation_has_its_legacy_name),
         cmocka_unit_test(test_copies_and_waits_run_on_workers_and_the_rest_on_the_loop),
