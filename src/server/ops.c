@@ -229,6 +229,11 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
     return row->handle(ctx, q, out, err);
 }
 
+void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id)
+{
+    (void)ctx, (void)conn_id;
+}
+
 bool lmc_op_on_loop_thread(lmc_op op)
 {
     const op_row *row = row_of(op);

@@ -93,6 +93,7 @@ typedef struct lmc_request {
     int64_t skip_first_n_tokens; /* retrieve */
     char *request_id;            /* query_*, end_session; owned */
     bool force;                  /* clear */
+    uint64_t conn_id; /* not on the wire: the connection it came on (server.c), 0 if none */
 } lmc_request;
 
 /*
