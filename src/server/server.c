@@ -46,6 +46,7 @@
 #include <zmq.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
@@ -715,10 +716,16 @@ static void write_counters(lmc_server *s)
     free(line);
     if (s->cfg.counters_output == NULL)
         return;
-    FILE *f = fopen(s->cfg.counters_output, "w");
-    if (f == NULL) {
-        LMC_ERROR(LOG_COMP, "cannot write --counters-output '%s': %s", s->cfg.counters_output,
-                  strerror(errno));
+    /* Never through a planted link, mode 0600 (core/file.h). */
+    int fd;
+    lmc_error err;
+    FILE *f = NULL;
+    if (lmc_file_create("--counters-output", s->cfg.counters_output, false, &fd, &err) != LMC_OK ||
+        (f = fdopen(fd, "w")) == NULL) {
+        LMC_ERROR(LOG_COMP, "cannot write --counters-output: %s",
+                  f == NULL && fd >= 0 ? strerror(errno) : err.msg);
+        if (fd >= 0)
+            close(fd);
         return;
     }
     char *members = lmc_counters_json_members(&c);
