@@ -101,12 +101,43 @@ void lmc_log_set_sink(lmc_log_sink sink, void *ud)
     pthread_mutex_unlock(&g_sink_lock);
 }
 
+size_t lmc_log_escape(const char *s, char *out, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t n = 0;
+    if (len == 0)
+        return 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
+        char esc[5];
+        size_t k = 0;
+        if (*p == '\n' || *p == '\r' || *p == '\t') {
+            esc[k++] = '\\';
+            esc[k++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+        } else if (*p < 0x20 || *p == 0x7f) {
+            esc[k++] = '\\';
+            esc[k++] = 'x';
+            esc[k++] = hex[*p >> 4];
+            esc[k++] = hex[*p & 0xf];
+        } else {
+            esc[k++] = (char)*p;
+        }
+        if (n + k >= len)
+            break; /* cut whole escapes only */
+        memcpy(out + n, esc, k);
+        n += k;
+    }
+    out[n] = '\0';
+    return n;
+}
+
 void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_list ap)
 {
     if (!lmc_log_enabled(level) || level >= LMC_LOG_OFF)
         return;
-    char msg[2048];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    char raw[2048], msg[2048];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    /* Messages carry client strings (model names, ids): one line each, whatever they hold. */
+    lmc_log_escape(raw, msg, sizeof(msg));
 
     pthread_mutex_lock(&g_sink_lock);
     lmc_log_sink sink = g_sink;
@@ -123,8 +154,8 @@ void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_li
     localtime_r(&tv.tv_sec, &tm);
     char line[2300];
     int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d %s [%s] %s\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), lmc_log_level_name(level),
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(tv.tv_usec / 1000), lmc_log_level_name(level),
                      component ? component : "lmcache", msg);
     if (n < 0)
         return;

@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum lmc_log_level {
     LMC_LOG_DEBUG = 10,
@@ -37,9 +38,16 @@ const char *lmc_log_level_name(lmc_log_level level);
  * A sink receives every message at or above the level instead of stderr
  * (the message has no timestamp and no newline). NULL restores stderr.
  */
-typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const char *msg,
-                             void *ud);
+typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const char *msg, void *ud);
 void lmc_log_set_sink(lmc_log_sink sink, void *ud);
+
+/*
+ * s with its control bytes escaped ("\n", "\r", "\t", "\xNN" for the
+ * others and DEL) into out (len bytes, NUL-terminated, cut between
+ * escapes); returns the length written. Every log line goes through it, so
+ * a client string in a message can never start a forged line.
+ */
+size_t lmc_log_escape(const char *s, char *out, size_t len);
 
 void lmc_log(lmc_log_level level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/flags.h"
 #include "obs/event_bus.h"
@@ -47,7 +48,9 @@ void lmc_server_print_help(FILE *out)
                  "  --event-bus-queue-size N            events queued for the recorder (default "
                  "10000)\n"
                  "  --counters-output FILE              write the StorageManager call counters "
-                 "(JSON) at shutdown\n\n"
+                 "(JSON) at shutdown\n"
+                 "  --allow-l1-over-ram                 accept an --l1-size-gb larger than the "
+                 "machine's physical memory\n\n"
                  "limits (what clients may make the server hold; docs/security.md):\n");
 #define LMC_LIMIT_HELP(field, flag, def, lo, hi, help)                                             \
     fprintf(out, "  %-35s %s (default %llu)\n", flag " N", help, (unsigned long long)(def));
@@ -55,6 +58,23 @@ void lmc_server_print_help(FILE *out)
 #undef LMC_LIMIT_HELP
     fprintf(out, "\nstorage-manager flags:\n");
     lmc_sm_config_print_help(out);
+}
+
+static uint64_t physical_memory(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+static lmc_status check_l1_fits(uint64_t l1_bytes, uint64_t ram, lmc_error *err)
+{
+    /* A pool the machine cannot hold ends in swapping or the OOM killer, not an error. */
+    if (ram == 0 || l1_bytes <= ram)
+        return LMC_OK;
+    return lmc_error_set(err, LMC_ERR_INVALID,
+                         "--l1-size-gb: %.3f GiB is more than this machine's %.3f GiB of "
+                         "physical memory; pass --allow-l1-over-ram to use it anyway",
+                         (double)l1_bytes / (1u << 30), (double)ram / (1u << 30));
 }
 
 /* A limit flag (limits.h) by name: *matched false when name is none of them. */
@@ -101,7 +121,10 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
             i += used;
             continue;
         }
-        if (strcmp(name, "--host") == 0) {
+        if (strcmp(name, "--allow-l1-over-ram") == 0 && eq == NULL) {
+            cfg->allow_l1_over_ram = true;
+            used = 1;
+        } else if (strcmp(name, "--host") == 0) {
             if (v == NULL || *v == '\0')
                 return lmc_error_set(err, LMC_ERR_INVALID, "--host: a value is required");
             cfg->host = v;
@@ -147,5 +170,8 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
         }
         i += used;
     }
-    return lmc_sm_config_finish(&cfg->sm, err);
+    lmc_status st = lmc_sm_config_finish(&cfg->sm, err);
+    if (st == LMC_OK && !cfg->allow_l1_over_ram)
+        st = check_l1_fits(cfg->sm.l1_size_bytes, physical_memory(), err);
+    return st;
 }

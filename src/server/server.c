@@ -35,7 +35,9 @@
  */
 #include "server/server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -302,6 +304,26 @@ static void *worker_main(void *arg)
 /* Lifecycle                                                               */
 /* ---------------------------------------------------------------------- */
 
+/* Whether host names this machine's loopback only (127.0.0.0/8, ::1, localhost). */
+static bool is_loopback(const char *host)
+{
+    struct in_addr a4;
+    struct in6_addr a6;
+    if (strcmp(host, "localhost") == 0)
+        return true;
+    if (inet_pton(AF_INET, host, &a4) == 1)
+        return (ntohl(a4.s_addr) >> 24) == 127;
+    const char *h = host;
+    char buf[INET6_ADDRSTRLEN + 2];
+    size_t n = strlen(host);
+    if (n > 2 && host[0] == '[' && host[n - 1] == ']' && n - 2 < sizeof(buf)) {
+        memcpy(buf, host + 1, n - 2);
+        buf[n - 2] = '\0';
+        h = buf;
+    }
+    return inet_pton(AF_INET6, h, &a6) == 1 && IN6_IS_ADDR_LOOPBACK(&a6);
+}
+
 /*
  * Room for max_connections client sockets beside the server's own files:
  * raise the soft RLIMIT_NOFILE toward the hard one if needed, or say that
@@ -401,6 +423,13 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
         }
         s->n_workers++;
     }
+    if (!is_loopback(cfg->host))
+        LMC_WARN(LOG_COMP,
+                 "--host %s is not a loopback address and the server has no authentication: "
+                 "anyone who can reach %s can read and overwrite the cache, fill it, and make "
+                 "the server map shared memory; bind to 127.0.0.1 unless every host on that "
+                 "network is trusted (docs/security.md)",
+                 cfg->host, endpoint);
     LMC_INFO(LOG_COMP, "lmcache server listening on %s (chunk size %d, %d worker(s)%s%s)", endpoint,
              cfg->chunk_size, cfg->max_workers, s->recorder ? ", tracing to " : "",
              s->recorder ? lmc_trace_recorder_path(s->recorder) : "");
