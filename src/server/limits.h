@@ -35,8 +35,10 @@
       "client connections at once; more are closed at once")                                       \
     X(max_message_bytes, "--max-message-bytes", LMC_PROTO_MAX_FRAME, 1024, LMC_PROTO_MAX_FRAME,    \
       "bytes of one request, all its frames")                                                      \
-    X(max_buffered_mb, "--max-buffered-mb", 1024, 1, 1 << 20,                                      \
+    X(max_buffered_mb, "--max-buffered-mb", 256, 1, 1 << 20,                                       \
       "MiB of requests received and not yet answered, all connections together")                   \
+    X(max_requests_per_connection, "--max-requests-per-connection", 256, 1, 1 << 20,               \
+      "requests of one connection waiting to be answered; more are answered 'busy'")               \
     X(message_timeout_s, "--message-timeout-s", 30, 1, 3600,                                       \
       "seconds a client may take to send one request once it started")
 

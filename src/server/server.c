@@ -37,6 +37,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -78,10 +79,19 @@
 #define LOOP_MAX_MESSAGE 65536
 /* At most one warning per this long about refused connections or requests. */
 #define WARN_EVERY_MS 10000
+/* Failed requests logged one by one per WARN_EVERY_MS; the rest are counted. */
+#define LOG_BURST 20
+/* Blocks from this size on are mapped on their own (see lmc_server_create). */
+#define MMAP_THRESHOLD (256u << 10)
+/* After clients made the server hold this much, freed memory goes back to the system. */
+#define TRIM_AFTER_BYTES (8u << 20)
 
 typedef struct conn {
     struct conn *next;
     struct lmc_server *s;
+    /* Under the server's q_mu: its requests not yet answered; freed at 0 once dropped. */
+    size_t pending;
+    bool dropped;
     uint8_t id[ROUTING_ID_MAX];
     size_t id_len;
     uint64_t conn_id; /* the server's own number for it: never reused */
@@ -94,6 +104,7 @@ typedef struct conn {
 
 typedef struct job {
     struct job *next;
+    conn *c;                    /* stays allocated until this job is freed */
     uint8_t id[ROUTING_ID_MAX]; /* the connection's routing id, for the reply */
     size_t id_len;
     uint64_t conn_id;
@@ -131,6 +142,15 @@ struct lmc_server {
     bool q_closed;
     size_t buffered; /* bytes of requests received and not yet answered */
     size_t max_buffered;
+    size_t held_peak; /* bytes clients made it hold, highest since the last malloc_trim */
+    uint64_t requests_seen, requests_trimmed; /* request counts at the last check and trim */
+
+    /* Warnings about failed requests: at most LOG_BURST per WARN_EVERY_MS (a client can
+     * fail requests as fast as it sends them). */
+    pthread_mutex_t log_mu;
+    uint64_t log_window_ms;
+    unsigned log_used;
+    uint64_t log_suppressed;
 };
 
 lmc_server_counters lmc_server_get_counters(lmc_server *s)
@@ -149,6 +169,8 @@ static bool budget_reserve(void *ud, size_t bytes)
     bool ok = bytes <= s->max_buffered - s->buffered;
     if (ok)
         s->buffered += bytes;
+    if (s->buffered > s->held_peak)
+        s->held_peak = s->buffered;
     pthread_mutex_unlock(&s->q_mu);
     return ok;
 }
@@ -228,11 +250,46 @@ static void reply_error(lmc_server *s, const job *j, const char *message)
     LMC_COUNT(lmc_engine_counters(s->engine), errors, 1);
 }
 
+/* Forget one answered request of c; c itself goes with its last one once dropped. */
+static void conn_unref(lmc_server *s, conn *c)
+{
+    pthread_mutex_lock(&s->q_mu);
+    c->pending--;
+    bool last = c->dropped && c->pending == 0;
+    pthread_mutex_unlock(&s->q_mu);
+    if (last)
+        free(c);
+}
+
 static void job_free(lmc_server *s, job *j)
 {
     budget_release(s, j->budget);
+    if (j->c != NULL)
+        conn_unref(s, j->c);
     free(j->msg.data);
     free(j);
+}
+
+/* Whether a failed request may be logged now (rate-limited; the rest are counted). */
+static bool may_log_failure(lmc_server *s)
+{
+    uint64_t now = lmc_mono_ms();
+    pthread_mutex_lock(&s->log_mu);
+    if (now - s->log_window_ms >= WARN_EVERY_MS) {
+        if (s->log_suppressed > 0)
+            LMC_WARN(LOG_COMP, "%llu more failed requests were not logged one by one",
+                     (unsigned long long)s->log_suppressed);
+        s->log_window_ms = now;
+        s->log_used = 0;
+        s->log_suppressed = 0;
+    }
+    bool ok = s->log_used < LOG_BURST;
+    if (ok)
+        s->log_used++;
+    else
+        s->log_suppressed++;
+    pthread_mutex_unlock(&s->log_mu);
+    return ok;
 }
 
 static void run_job(lmc_server *s, void *push, job *j)
@@ -259,8 +316,9 @@ static void run_job(lmc_server *s, void *push, job *j)
         resp.size = 0;
         lmc_response_error(&resp, err.msg[0] ? err.msg : lmc_status_str(st));
         LMC_COUNT(counts, errors, 1);
-        LMC_WARN(LOG_COMP, "request %lld (%s) failed: %s", (long long)q.uid,
-                 lmc_op_name(q.op) ? lmc_op_name(q.op) : "?", err.msg);
+        if (may_log_failure(s))
+            LMC_WARN(LOG_COMP, "request %lld (%s) failed: %s", (long long)q.uid,
+                     lmc_op_name(q.op) ? lmc_op_name(q.op) : "?", err.msg);
     }
     lmc_request_free(&q);
     reply(s, push, j, resp.data, resp.size);
@@ -356,6 +414,7 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
     s->stop_fd = -1;
     pthread_mutex_init(&s->q_mu, NULL);
     pthread_cond_init(&s->q_cv, NULL);
+    pthread_mutex_init(&s->log_mu, NULL);
     lmc_status st = LMC_OK;
 
     /* Tracing first, so the StorageManager's first call is recorded. */
@@ -393,6 +452,13 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
         goto fail;
     }
     s->max_buffered = (size_t)cfg->limits.max_buffered_mb << 20;
+    /*
+     * Large blocks (a lookup's keys, a request's frames) straight from mmap,
+     * so they go back to the system when freed: glibc otherwise raises its
+     * mmap threshold after the first large free and keeps later ones in its
+     * heap, and the RSS stays at what a client once made the server hold.
+     */
+    mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD);
     s->next_conn_id = 1;
     reserve_fds(cfg->limits.max_connections);
     s->stream = zmq_socket(s->zctx, ZMQ_STREAM);
@@ -512,7 +578,12 @@ static void conn_drop(lmc_server *s, conn *c, bool close_it)
     if (close_it && zmq_send(s->stream, c->id, c->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(s->stream, "", 0, ZMQ_DONTWAIT); /* an empty message closes it */
     lmc_op_connection_closed(&s->ops, c->conn_id);
-    free(c);
+    pthread_mutex_lock(&s->q_mu);
+    c->dropped = true;
+    bool unused = c->pending == 0;
+    pthread_mutex_unlock(&s->q_mu);
+    if (unused)
+        free(c); /* else its last job frees it */
 }
 
 /* Count a refusal and warn about refusals at most once per WARN_EVERY_MS. */
@@ -566,6 +637,25 @@ static void conn_message(void *ud, lmc_zmtp_message *m)
     j->conn_id = c->conn_id;
     j->msg = *m;
     j->budget = m->reserved + sizeof(*j);
+    pthread_mutex_lock(&s->q_mu);
+    bool too_many = c->pending >= s->cfg.limits.max_requests_per_connection;
+    if (!too_many) {
+        c->pending++;
+        j->c = c;
+    }
+    pthread_mutex_unlock(&s->q_mu);
+    if (too_many) {
+        /* A client that never waits for its answers is answered "busy" at once. */
+        char msg[160];
+        snprintf(msg, sizeof(msg),
+                 "server is busy: %llu requests of this connection wait to be answered "
+                 "(--max-requests-per-connection)",
+                 (unsigned long long)s->cfg.limits.max_requests_per_connection);
+        reply_error(s, j, msg);
+        note_refusal(s, &s->refused_msgs, "requests", "--max-requests-per-connection reached");
+        job_free(s, j);
+        return;
+    }
     dispatch(s, j);
 }
 
@@ -660,6 +750,35 @@ static void close_stalled(lmc_server *s, uint64_t now)
             }
         }
     }
+}
+
+/*
+ * Once what clients made the server hold (requests buffered, keys of open
+ * sessions) has shrunk well below a large peak, or the server has gone
+ * idle after some work, give the memory back: glibc keeps freed small
+ * blocks in its arenas, so the RSS would otherwise stay at the peak after
+ * the clients left.
+ */
+static void trim_after_burst(lmc_server *s)
+{
+    size_t sessions, keys;
+    lmc_engine_session_usage(s->engine, &sessions, &keys);
+    uint64_t requests = lmc_counters_get(lmc_engine_counters(s->engine)).requests;
+    pthread_mutex_lock(&s->q_mu);
+    size_t held = s->buffered + keys * (sizeof(lmc_object_key) + 1);
+    if (held > s->held_peak)
+        s->held_peak = held;
+    bool shrunk = s->held_peak >= TRIM_AFTER_BYTES && held < s->held_peak / 8;
+    /* Idle for a whole check interval after some work: what it freed can go too. */
+    bool idle = requests == s->requests_seen && s->requests_seen != s->requests_trimmed;
+    if (shrunk)
+        s->held_peak = held;
+    if (idle)
+        s->requests_trimmed = requests;
+    s->requests_seen = requests;
+    pthread_mutex_unlock(&s->q_mu);
+    if (shrunk || idle)
+        malloc_trim(0);
 }
 
 /* Answer on the loop thread, or queue for a worker. */
@@ -772,7 +891,11 @@ static void write_counters(lmc_server *s)
 
 lmc_status lmc_server_run(lmc_server *s)
 {
-    uint64_t next_sweep = lmc_mono_ms() + SWEEP_MS;
+    /* Often enough that a session ends within 1.5 TTLs of its last use. */
+    uint64_t sweep_ms = s->cfg.limits.session_ttl_s * 500;
+    if (sweep_ms > SWEEP_MS)
+        sweep_ms = SWEEP_MS;
+    uint64_t next_sweep = lmc_mono_ms() + sweep_ms;
     uint64_t next_stall_check = lmc_mono_ms() + 1000;
     size_t draining = 0;
     for (;;) {
@@ -793,13 +916,14 @@ lmc_status lmc_server_run(lmc_server *s)
         uint64_t now = lmc_mono_ms();
         if (now >= next_stall_check) {
             close_stalled(s, now);
+            trim_after_burst(s);
             next_stall_check = now + 1000;
         }
         /* Nobody waits for an abandoned lookup's prefetch: its locks go when it ends. */
         draining = lmc_engine_poll_draining(s->engine);
         if (lmc_mono_ms() >= next_sweep) {
             lmc_engine_expire_sessions(s->engine);
-            next_sweep = lmc_mono_ms() + SWEEP_MS;
+            next_sweep = lmc_mono_ms() + sweep_ms;
         }
     }
 
@@ -873,5 +997,6 @@ void lmc_server_destroy(lmc_server *s)
         close(s->stop_fd);
     pthread_mutex_destroy(&s->q_mu);
     pthread_cond_destroy(&s->q_cv);
+    pthread_mutex_destroy(&s->log_mu);
     free(s);
 }
