@@ -70,7 +70,7 @@ struct lmc_l2_adapter {
 
     lmc_runtime rt;
     lmc_l2_virtual_model model;
-    bool bandwidth_given;   /* virtual_bandwidth_gbps was in the config */
+    bool bandwidth_given;    /* virtual_bandwidth_gbps was in the config */
     lmc_l2_workers *workers; /* manual mode: the helper that delivers the tasks */
 
     bool shared;

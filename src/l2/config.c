@@ -234,8 +234,8 @@ static lmc_status check_virtual_model(const lmc_json *cfg, const char *type, lmc
                                      lmc_json_object_get(cfg, "virtual_latency_us"),
                                      "a number in [0, 3600000000]");
     if (st == LMC_OK)
-        st = lmc_l2_config_number(cfg, type, "virtual_bandwidth_gbps", false, 0.0, true, 1.0,
-                                  &gbps, err);
+        st = lmc_l2_config_number(cfg, type, "virtual_bandwidth_gbps", false, 0.0, true, 1.0, &gbps,
+                                  err);
     /* Compared as a double: a huge value must not overflow a cast. */
     if (st == LMC_OK && gbps * 1e9 < 1.0)
         st = lmc_l2_config_bad_value(err, type, "virtual_bandwidth_gbps",

@@ -45,8 +45,8 @@ typedef struct worker_slot {
 struct lmc_l2_workers {
     lmc_l2_workers_config cfg; /* up_at_start not kept */
     bool links;
-    bool manual;               /* the base's runtime is manual: no threads */
-    const lmc_clock *clock;    /* the base's clock: due times */
+    bool manual;            /* the base's runtime is manual: no threads */
+    const lmc_clock *clock; /* the base's clock: due times */
 
     pthread_mutex_t lock;
     pthread_cond_t work_cond;
@@ -674,8 +674,8 @@ bool lmc_l2_workers_run_next(lmc_l2_workers *w, uint64_t now_ns)
 {
     if (!w->manual || atomic_load(&w->stopping))
         return false;
-    uint64_t type_due = w->cfg.hooks.next_event != NULL ? w->cfg.hooks.next_event(w->cfg.ud)
-                                                         : UINT64_MAX;
+    uint64_t type_due =
+        w->cfg.hooks.next_event != NULL ? w->cfg.hooks.next_event(w->cfg.ud) : UINT64_MAX;
     pthread_mutex_lock(&w->lock);
     lmc_l2_task *t = NULL;
     if (w->due != NULL && w->due->due_ns <= now_ns && w->due->due_ns <= type_due)
