@@ -178,9 +178,23 @@ static void test_manual_mode_starts_no_background_thread(void **state)
     assert_true(status_healthy(sm));
     lmc_sm_destroy(sm);
 
-    /* The same config with threads does start them (the check above can see them). */
-    lmc_storage_manager *threaded = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
-    assert_true(controller_threads() > before);
+    /*
+     * The same config with threads does start them, which the count above
+     * would see: an adapter worker is named before create returns (the
+     * controllers name themselves once running, so they are not waited for).
+     */
+    lmc_sm_runtime_options opt;
+    lmc_sm_runtime_options_init(&opt);
+    char *argv[] = {"test",
+                    "--l1-size-gb",
+                    "0.01",
+                    "--eviction-policy",
+                    "LRU",
+                    "--l2-adapter",
+                    "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1}",
+                    NULL};
+    lmc_storage_manager *threaded = sm_test_create_argv_ex(7, argv, &opt);
+    assert_int_equal(threads_named("l2-mock"), 1);
     lmc_sm_destroy(threaded);
 }
 
