@@ -177,72 +177,92 @@ static lmc_status chunk_keys(const uint32_t *tokens, size_t n_chunks, lmc_object
     return LMC_OK;
 }
 
-/* A request whose reads and writes are still to be written (they come READ_DELAY_S later). */
+/*
+ * A request whose reads and writes are still to be written: they come
+ * READ_DELAY_S after its prefetch, and interleave with those of the other
+ * requests in flight, so the file stays in time order.
+ */
 typedef struct pending {
     double t;             /* when its reads start */
     lmc_object_key *keys; /* owned */
     size_t n, hits;
+    int stage; /* the next call: 0 enter, 1 exit, 2 finish_read, 3 reserve_write, 4 finish_write */
 } pending;
 
-typedef struct pending_fifo {
-    pending *v;
-    size_t head, len, cap; /* a ring */
-} pending_fifo;
+typedef struct pending_list {
+    pending *v; /* in arrival order */
+    size_t len, cap;
+} pending_list;
 
-/* The reads of the recording's hits, then the writes of the rest. */
-static void write_reads_and_writes(synth_file *s, const pending *p, lmc_tv *items,
-                                   const lmc_layout_desc *layout, lmc_replay_synth_info *in)
+/* Skip the stages a request has no keys for; 5 = done. */
+static void skip_empty_stages(pending *p)
 {
+    if (p->stage < 3 && p->hits == 0)
+        p->stage = 3;
+    if (p->stage >= 3 && p->hits == p->n)
+        p->stage = 5;
+}
+
+static double stage_time(const pending *p)
+{
+    return p->t + p->stage * CALL_GAP_S;
+}
+
+/* Write the next call of p. */
+static void write_stage(synth_file *s, pending *p, lmc_tv *items, const lmc_layout_desc *layout,
+                        lmc_replay_synth_info *in)
+{
+    static const char *const qualnames[5] = {
+        P "read_prefetched_results.__enter__", P "read_prefetched_results.__exit__",
+        P "finish_read_prefetched", P "reserve_write", P "finish_write"};
     lmc_trace_arg write_args[2] = {layout_arg(layout), {"mode", 4, lmc_tv_str("new", 3)}};
     lmc_trace_arg read_args[1] = {{"extra_count", 11, lmc_tv_int(0)}};
-    if (p->hits > 0) {
-        synth_record(s, p->t, P "read_prefetched_results.__enter__", items, p->keys, p->hits, NULL,
-                     0);
-        synth_record(s, p->t + 1 * CALL_GAP_S, P "read_prefetched_results.__exit__", items, p->keys,
-                     p->hits, NULL, 0);
-        synth_record(s, p->t + 2 * CALL_GAP_S, P "finish_read_prefetched", items, p->keys, p->hits,
-                     read_args, 1);
-        in->records += 3;
-    }
-    if (p->hits < p->n) {
-        synth_record(s, p->t + 3 * CALL_GAP_S, P "reserve_write", items, p->keys + p->hits,
-                     p->n - p->hits, write_args, 2);
-        synth_record(s, p->t + 4 * CALL_GAP_S, P "finish_write", items, p->keys + p->hits,
-                     p->n - p->hits, NULL, 0);
-        in->records += 2;
-    }
-    in->span_s = p->t + 4 * CALL_GAP_S;
+    double t = stage_time(p);
+    bool reading = p->stage < 3;
+    const lmc_trace_arg *extra = p->stage == 2 ? read_args : p->stage == 3 ? write_args : NULL;
+    size_t n_extra = p->stage == 2 ? 1 : p->stage == 3 ? 2 : 0;
+    synth_record(s, t, qualnames[p->stage], items, reading ? p->keys : p->keys + p->hits,
+                 reading ? p->hits : p->n - p->hits, extra, n_extra);
+    in->records++;
+    if (t > in->span_s)
+        in->span_s = t;
+    p->stage++;
+    skip_empty_stages(p);
 }
 
-/* Write (and drop) the pending requests whose reads are due before t, oldest first. */
-static void flush_pending(synth_file *s, pending_fifo *q, double t, lmc_tv *items,
+/* Write the pending calls due at or before t, earliest first (the oldest request on a tie). */
+static void flush_pending(synth_file *s, pending_list *q, double t, lmc_tv *items,
                           const lmc_layout_desc *layout, lmc_replay_synth_info *in)
 {
-    while (q->len > 0 && q->v[q->head].t <= t) {
-        pending *p = &q->v[q->head];
-        write_reads_and_writes(s, p, items, layout, in);
-        free(p->keys);
-        q->head = (q->head + 1) % q->cap;
-        q->len--;
+    while (q->len > 0 && s->st == LMC_OK) {
+        size_t best = 0;
+        for (size_t i = 1; i < q->len; i++) {
+            if (stage_time(&q->v[i]) < stage_time(&q->v[best]))
+                best = i;
+        }
+        pending *p = &q->v[best];
+        if (stage_time(p) > t)
+            return;
+        write_stage(s, p, items, layout, in);
+        if (p->stage == 5) {
+            free(p->keys);
+            memmove(p, p + 1, (q->len - best - 1) * sizeof(*p));
+            q->len--;
+        }
     }
 }
 
-static lmc_status pending_push(pending_fifo *q, const pending *p)
+static lmc_status pending_push(pending_list *q, const pending *p)
 {
     if (q->len == q->cap) {
         size_t cap = q->cap ? q->cap * 2 : 16;
-        pending *v = malloc(cap * sizeof(*v));
+        pending *v = realloc(q->v, cap * sizeof(*v));
         if (v == NULL)
             return LMC_ERR_NOMEM;
-        for (size_t i = 0; i < q->len; i++)
-            v[i] = q->v[(q->head + i) % q->cap];
-        free(q->v);
         q->v = v;
-        q->head = 0;
         q->cap = cap;
     }
-    q->v[(q->head + q->len) % q->cap] = *p;
-    q->len++;
+    q->v[q->len++] = *p;
     return LMC_OK;
 }
 
@@ -266,7 +286,7 @@ lmc_status lmc_replay_synth_workload(const lmc_workload *w, const char *path,
         max_chunks = c > max_chunks ? c : max_chunks;
     }
     synth_file s;
-    pending_fifo q = {0};
+    pending_list q = {0};
     lmc_object_key *keys = calloc(max_chunks + 1, sizeof(*keys));
     lmc_tv *items = calloc(max_chunks + 1, sizeof(*items));
     lmc_keymap *seen = lmc_keymap_create(0);
@@ -325,11 +345,8 @@ lmc_status lmc_replay_synth_workload(const lmc_workload *w, const char *path,
     flush_pending(&s, &q, 1e300, items, &layout, in);
     st = synth_close(&s);
 out:
-    while (q.len > 0) {
-        free(q.v[q.head].keys);
-        q.head = (q.head + 1) % q.cap;
-        q.len--;
-    }
+    for (size_t i = 0; i < q.len; i++)
+        free(q.v[i].keys);
     free(q.v);
     lmc_keymap_destroy(seen);
     free(keys);
