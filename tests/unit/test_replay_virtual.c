@@ -2,7 +2,8 @@
  * test_replay_virtual.c -- trace replay with --pace virtual: the same trace
  * replayed five times (once with the second core kept busy) gives the same
  * per-record results and the same final counters; the record schedule is
- * kept exactly in virtual time; lateness does not apply.
+ * kept exactly in virtual time; lateness does not apply; the eviction
+ * period follows the time scale.
  *
  * The trace is the Mooncake-derived fixture (replay/synth.h) of the first
  * requests of ../shared/traces (the synthetic chat workload when that is
@@ -317,11 +318,53 @@ static void test_each_record_is_dispatched_at_its_scaled_virtual_time(void **sta
     lmc_sm_config_free(&cfg);
 }
 
+static void test_eviction_period_follows_the_time_scale_in_both_paces(void **state)
+{
+    (void)state;
+    lmc_sm_runtime_options rt;
+    lmc_replay_pace_runtime(LMC_REPLAY_PACE_REALTIME, 0.02, &rt);
+    assert_int_equal(rt.executor, LMC_SM_EXEC_THREADS);
+    assert_int_equal(rt.eviction_period_ns, 20000000);
+    lmc_replay_pace_runtime(LMC_REPLAY_PACE_VIRTUAL, 2.0, &rt);
+    assert_int_equal(rt.executor, LMC_SM_EXEC_MANUAL);
+    assert_int_equal(rt.eviction_period_ns, 2000000000);
+    lmc_replay_pace_runtime(LMC_REPLAY_PACE_VIRTUAL, 1e-12, &rt);
+    assert_int_equal(rt.eviction_period_ns, 1);
+
+    /* A virtual StorageManager at time scale 0.5 runs its first pass at 0.5 s. */
+    lmc_replay_pace_runtime(LMC_REPLAY_PACE_VIRTUAL, 0.5, &rt);
+    char *argv[] = {"t", "--l1-size-gb", "0.01", "--eviction-policy", "LRU", NULL};
+    lmc_sm_config cfg;
+    lmc_sm_config_init(&cfg);
+    assert_int_equal(lmc_sm_config_parse_all(&cfg, 5, argv, NULL), LMC_OK);
+    lmc_storage_manager *sm = NULL;
+    assert_int_equal(lmc_sm_create_ex(&cfg, &rt, &sm, NULL), LMC_OK);
+    assert_int_equal(lmc_sm_next_event_ns(sm), 500000000);
+    lmc_sm_destroy(sm);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_pace_names_parse_and_reject(void **state)
+{
+    (void)state;
+    lmc_replay_pace p = LMC_REPLAY_PACE_REALTIME;
+    assert_int_equal(lmc_replay_pace_parse("virtual", &p, NULL), LMC_OK);
+    assert_int_equal(p, LMC_REPLAY_PACE_VIRTUAL);
+    assert_int_equal(lmc_replay_pace_parse("realtime", &p, NULL), LMC_OK);
+    assert_int_equal(p, LMC_REPLAY_PACE_REALTIME);
+    lmc_error err;
+    assert_int_equal(lmc_replay_pace_parse("fast", &p, &err), LMC_ERR_INVALID);
+    assert_string_equal(err.msg, "unknown pace 'fast' (expected realtime or virtual)");
+    assert_int_equal(lmc_replay_pace_count, 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_five_virtual_replays_one_on_a_busy_host_give_the_same_results),
         cmocka_unit_test(test_each_record_is_dispatched_at_its_scaled_virtual_time),
+        cmocka_unit_test(test_eviction_period_follows_the_time_scale_in_both_paces),
+        cmocka_unit_test(test_pace_names_parse_and_reject),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
