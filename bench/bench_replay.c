@@ -112,16 +112,21 @@ static double virtual_replay_s(const char *path, int argc, char **argv)
     return s;
 }
 
-/* The Mooncake trace beside the source tree, found from this file's path. */
-static bool mooncake_path(char *buf, size_t len)
+/*
+ * Replay path in virtual time ctx->repeats times and report the median of
+ * amount / wall seconds as metric; 1 when a replay fails. v has a slot per repeat.
+ */
+static int report_virtual(const lmc_bench_ctx *ctx, const char *metric, const char *unit,
+                          const char *path, int argc, char **argv, double amount, double *v)
 {
-    const char *f = __FILE__;
-    const char *tail = strstr(f, "bench/bench_replay.c");
-    if (tail == NULL)
-        return false;
-    snprintf(buf, len, "%.*s../shared/traces/mooncake/mooncake_synthetic_trace.jsonl",
-             (int)(tail - f), f);
-    return access(buf, R_OK) == 0;
+    for (int r = 0; r < ctx->repeats; r++) {
+        double s = virtual_replay_s(path, argc, argv);
+        if (s <= 0)
+            return 1;
+        v[r] = amount / s;
+    }
+    lmc_bench_report(ctx, metric, lmc_bench_median(v, (size_t)ctx->repeats), unit);
+    return 0;
 }
 
 /*
@@ -136,7 +141,7 @@ static double write_workload_fixture(const lmc_bench_ctx *ctx, const char *path,
     lmc_workload *w = NULL;
     lmc_error err;
     lmc_status st;
-    if (mooncake_path(mooncake, sizeof(mooncake))) {
+    if (lmc_replay_synth_mooncake_path(mooncake, sizeof(mooncake))) {
         st = lmc_workload_load_mooncake(mooncake, max_requests, &w, &err);
     } else {
         lmc_bench_note(ctx, "virtual_speedup", "Mooncake trace not found: synthetic chat instead");
@@ -251,18 +256,8 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
     scratch_path(path, sizeof(path), "virtual");
     if (write_trace(path, n_virt, 1e-6, 4096) == 0) {
         char *argv[] = {"bench", "--l1-size-gb", "1", "--eviction-policy", "LRU", NULL};
-        int r = 0;
-        for (; r < reps; r++) {
-            double s = virtual_replay_s(path, 5, argv);
-            if (s <= 0)
-                break;
-            v[r] = (double)n_virt / s;
-        }
-        if (r == reps)
-            lmc_bench_report(ctx, "virtual_records_per_s", lmc_bench_median(v, (size_t)reps),
-                             "records/s");
-        else
-            rc = 1;
+        rc |= report_virtual(ctx, "virtual_records_per_s", "records/s", path, 5, argv,
+                             (double)n_virt, v);
     } else {
         lmc_bench_note(ctx, "virtual_records_per_s", "cannot write the scratch trace");
         rc = 1;
@@ -282,17 +277,7 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
                         "--l2-adapter",
                         "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 10}",
                         NULL};
-        int r = 0;
-        for (; r < reps; r++) {
-            double s = virtual_replay_s(path, 7, argv);
-            if (s <= 0)
-                break;
-            v[r] = span / s;
-        }
-        if (r == reps)
-            lmc_bench_report(ctx, "virtual_speedup", lmc_bench_median(v, (size_t)reps), "x");
-        else
-            rc = 1;
+        rc |= report_virtual(ctx, "virtual_speedup", "x", path, 7, argv, span, v);
     } else {
         lmc_bench_note(ctx, "virtual_speedup", "cannot write the fixture trace");
         rc = 1;

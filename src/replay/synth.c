@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/keymap.h"
 #include "trace/format.h"
@@ -57,7 +58,7 @@ static lmc_status synth_open(synth_file *s, const char *path, lmc_error *err)
     msgpack_sbuffer_init(&s->buf);
     s->f = fopen(path, "wb");
     if (s->f == NULL)
-        return io_error(s, "cannot create");
+        return io_error(s, "cannot create"); /* the buffer holds nothing yet */
     lmc_trace_header h;
     memset(&h, 0, sizeof(h));
     memcpy(h.magic, "LMCT", 4);
@@ -70,6 +71,11 @@ static lmc_status synth_open(synth_file *s, const char *path, lmc_error *err)
     h.sm_config_json = "";
     h.sm_config_digest = "";
     s->st = lmc_trace_encode_header(&s->buf, &h, err);
+    if (s->st != LMC_OK) {
+        /* Nothing to write: undo the open, so a failed open needs no close. */
+        fclose(s->f);
+        msgpack_sbuffer_destroy(&s->buf);
+    }
     return s->st;
 }
 
@@ -124,23 +130,47 @@ static lmc_trace_arg layout_arg(const lmc_layout_desc *layout)
     return (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = layout}};
 }
 
+bool lmc_replay_synth_mooncake_path(char *buf, size_t len)
+{
+    const char *f = __FILE__;
+    const char *tail = strstr(f, "src/replay/synth.c");
+    if (tail == NULL)
+        return false;
+    snprintf(buf, len, "%.*s../shared/traces/mooncake/mooncake_synthetic_trace.jsonl",
+             (int)(tail - f), f);
+    return access(buf, R_OK) == 0;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Store pairs                                                             */
 /* ---------------------------------------------------------------------- */
+
+/*
+ * The scratch of a writer: key and item arrays of max_keys, and the layout
+ * of one object_bytes object; then the file. The caller frees the arrays
+ * whatever the result.
+ */
+static lmc_status synth_begin(synth_file *s, const char *path, size_t max_keys,
+                              uint64_t object_bytes, lmc_object_key **keys, lmc_tv **items,
+                              lmc_layout_desc *layout, lmc_error *err)
+{
+    *keys = calloc(max_keys, sizeof(**keys));
+    *items = calloc(max_keys, sizeof(**items));
+    if (*keys == NULL || *items == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "synthetic trace: out of memory");
+    int64_t dims[1] = {(int64_t)object_bytes};
+    lmc_status st = lmc_layout_desc_make1(layout, dims, 1, LMC_DTYPE_UINT8, err);
+    return st == LMC_OK ? synth_open(s, path, err) : st;
+}
 
 lmc_status lmc_replay_synth_store_pairs(const char *path, size_t n, size_t keys_per_record,
                                         double gap_s, size_t distinct, lmc_error *err)
 {
     synth_file s;
-    lmc_object_key *keys = calloc(keys_per_record, sizeof(*keys));
-    lmc_tv *items = calloc(keys_per_record, sizeof(*items));
+    lmc_object_key *keys = NULL;
+    lmc_tv *items = NULL;
     lmc_layout_desc layout;
-    int64_t dims[1] = {4096};
-    lmc_status st = keys != NULL && items != NULL
-                        ? lmc_layout_desc_make1(&layout, dims, 1, LMC_DTYPE_UINT8, err)
-                        : lmc_error_set(err, LMC_ERR_NOMEM, "synthetic trace: out of memory");
-    if (st == LMC_OK)
-        st = synth_open(&s, path, err);
+    lmc_status st = synth_begin(&s, path, keys_per_record, 4096, &keys, &items, &layout, err);
     if (st != LMC_OK)
         goto out;
     lmc_trace_arg extra[2] = {layout_arg(&layout), {"mode", 4, lmc_tv_str("new", 3)}};
@@ -287,16 +317,13 @@ lmc_status lmc_replay_synth_workload(const lmc_workload *w, const char *path,
     }
     synth_file s;
     pending_list q = {0};
-    lmc_object_key *keys = calloc(max_chunks + 1, sizeof(*keys));
-    lmc_tv *items = calloc(max_chunks + 1, sizeof(*items));
-    lmc_keymap *seen = lmc_keymap_create(0);
+    lmc_object_key *keys = NULL;
+    lmc_tv *items = NULL;
     lmc_layout_desc layout;
-    int64_t dims[1] = {(int64_t)bytes};
-    lmc_status st = keys != NULL && items != NULL && seen != NULL
-                        ? lmc_layout_desc_make1(&layout, dims, 1, LMC_DTYPE_UINT8, err)
+    lmc_keymap *seen = lmc_keymap_create(0);
+    lmc_status st = seen != NULL
+                        ? synth_begin(&s, path, max_chunks + 1, bytes, &keys, &items, &layout, err)
                         : lmc_error_set(err, LMC_ERR_NOMEM, "synthetic trace: out of memory");
-    if (st == LMC_OK)
-        st = synth_open(&s, path, err);
     if (st != LMC_OK)
         goto out;
 

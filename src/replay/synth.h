@@ -26,6 +26,7 @@
 #ifndef LMC_REPLAY_SYNTH_H
 #define LMC_REPLAY_SYNTH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -49,6 +50,13 @@ typedef struct lmc_replay_synth_info {
     uint64_t hit_chunks; /* of which the recording found (read) */
     double span_s;       /* the last record's t_mono */
 } lmc_replay_synth_info;
+
+/*
+ * The Mooncake trace of the project's shared data (../shared/traces/mooncake/
+ * beside the source tree this was built from) into buf; false when it is not
+ * readable. For benchmarks and tests, which fall back to the chat workload.
+ */
+bool lmc_replay_synth_mooncake_path(char *buf, size_t len);
 
 /* The workload's requests as server calls (see the top of this file). info may be NULL. */
 lmc_status lmc_replay_synth_workload(const lmc_workload *w, const char *path,

@@ -40,7 +40,7 @@ static atomic_uint g_instances;
 
 typedef struct fixture {
     lmc_l2_adapter *sink;
-    lmc_virtual_clock vclock; /* the manual sink's clock */
+    lmc_virtual_clock *vclock; /* the manual sink's clock (manual fixtures only) */
     lmc_l2_workers *w;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -65,42 +65,47 @@ typedef struct fixture {
     atomic_size_t idles;
 } fixture;
 
-static int setup(void **state)
+/* A fixture whose results go to sink; its hooks start with no gate, break or defer. */
+static fixture *fixture_new(lmc_l2_adapter *sink)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->sink = l2_adapter_from(NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, "
-                                    "\"mock_bandwidth_gb\": 1}");
-    assert_non_null(f->sink);
+    assert_non_null(sink);
+    f->sink = sink;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     f->gate_id = UINT64_MAX;
     f->gate_open = true;
     f->break_id = UINT64_MAX;
-    *state = f;
+    return f;
+}
+
+static int setup(void **state)
+{
+    *state = fixture_new(l2_adapter_from(
+        NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1}"));
     return 0;
 }
 
 /*
  * A manual sink on a virtual clock at 0: its model is 10 us of latency and
- * 1 GB/s, one byte per ns (the tasks here move one byte each).
+ * 1 GB/s, one byte per ns (the tasks here move one byte each). The clock
+ * lives in the fixture, which the sink's runtime points to.
  */
 static int setup_manual(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    assert_non_null(f);
-    lmc_virtual_clock_init(&f->vclock, 0);
-    lmc_runtime rt = {.clock = lmc_clock_virtual(&f->vclock), .manual = true};
+    lmc_virtual_clock *clock = malloc(sizeof(*clock));
+    assert_non_null(clock);
+    lmc_virtual_clock_init(clock, 0);
+    lmc_runtime rt = {.clock = lmc_clock_virtual(clock), .manual = true};
     lmc_json *cfg = l2_json("{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
                             "\"virtual_latency_us\": 10, \"virtual_bandwidth_gbps\": 1}");
+    lmc_l2_adapter *sink = NULL;
     lmc_error err;
-    assert_int_equal(lmc_l2_adapter_create_ex(cfg, &rt, &f->sink, &err), LMC_OK);
+    assert_int_equal(lmc_l2_adapter_create_ex(cfg, &rt, &sink, &err), LMC_OK);
     lmc_json_free(cfg);
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_cond_init(&f->cv, NULL);
-    f->gate_id = UINT64_MAX;
-    f->gate_open = true;
-    f->break_id = UINT64_MAX;
+    fixture *f = fixture_new(sink);
+    f->vclock = clock;
     *state = f;
     return 0;
 }
@@ -110,6 +115,7 @@ static int teardown(void **state)
     fixture *f = *state;
     lmc_l2_workers_destroy(f->w);
     lmc_l2_adapter_destroy(f->sink);
+    free(f->vclock); /* after the sink, whose clock it is */
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f);
@@ -516,10 +522,10 @@ static void run_until(fixture *f, uint64_t t)
 {
     uint64_t due;
     while ((due = lmc_l2_workers_next_due(f->w)) <= t) {
-        lmc_virtual_clock_set(&f->vclock, due);
+        lmc_virtual_clock_set(f->vclock, due);
         assert_true(lmc_l2_workers_run_next(f->w, due));
     }
-    lmc_virtual_clock_set(&f->vclock, t);
+    lmc_virtual_clock_set(f->vclock, t);
 }
 
 static void test_manual_tasks_run_inline_in_due_order_at_their_modelled_times(void **state)

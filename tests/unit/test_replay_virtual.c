@@ -107,18 +107,6 @@ static void on_finish(lmc_storage_manager *sm, void *ud)
 
 static char g_trace[64];
 
-/* The Mooncake trace in ../shared relative to the project root, found from this file's path. */
-static bool mooncake_path(char *buf, size_t len)
-{
-    const char *f = __FILE__;
-    const char *tail = strstr(f, "tests/unit/test_replay_virtual.c");
-    if (tail == NULL)
-        return false;
-    snprintf(buf, len, "%.*s../shared/traces/mooncake/mooncake_synthetic_trace.jsonl",
-             (int)(tail - f), f);
-    return access(buf, R_OK) == 0;
-}
-
 static int setup(void **state)
 {
     (void)state;
@@ -127,7 +115,7 @@ static int setup(void **state)
     char path[1024];
     lmc_workload *w = NULL;
     lmc_error err;
-    if (mooncake_path(path, sizeof(path))) {
+    if (lmc_replay_synth_mooncake_path(path, sizeof(path))) {
         if (lmc_workload_load_mooncake(path, 120, &w, &err) != LMC_OK)
             return -1;
     } else {
