@@ -195,7 +195,8 @@ void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total);
  * nothing is queued, in flight in a controller or pending in an L2 adapter
  * (eviction passes are delivered on the way but not waited for once idle);
  * false when the work cannot finish or takes longer than timeout_ms of
- * real time. The clock stays where the last piece of work completed.
+ * real time (with 0: whether it is idle now, once the controllers have
+ * run). The clock stays where the last piece of work completed.
  */
 bool lmc_sm_wait_idle(lmc_storage_manager *sm, uint32_t timeout_ms);
 

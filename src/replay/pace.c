@@ -143,7 +143,13 @@ static bool virtual_run_until(lmc_replay_pacer *p, bool (*done)(void *ud), void 
     /* Time is virtual; timeout_ms bounds the host's work, as in lmc_sm_wait_idle. */
     uint64_t deadline = lmc_mono_ns() + (uint64_t)timeout_ms * 1000000u;
     while (!done(ud)) {
-        if (!virtual_step(p, UINT64_MAX) || lmc_mono_ns() >= deadline)
+        /*
+         * With nothing pending in the StorageManager only eviction passes
+         * are left, and they finish no prefetch: stop rather than run them
+         * for ever.
+         */
+        if (lmc_sm_wait_idle(p->sm, 0) || !virtual_step(p, UINT64_MAX) ||
+            lmc_mono_ns() >= deadline)
             return done(ud);
     }
     return true;

@@ -332,6 +332,89 @@ static void test_eviction_period_follows_the_time_scale_in_both_paces(void **sta
     lmc_sm_config_free(&cfg);
 }
 
+/* run_until's conditions: a prefetch is done, or never. */
+typedef struct wait_prefetch {
+    lmc_storage_manager *sm;
+    lmc_prefetch_handle *h;
+    int found;
+} wait_prefetch;
+
+static bool prefetch_done(void *ud)
+{
+    wait_prefetch *w = ud;
+    lmc_bitmap bm;
+    if (lmc_sm_query_prefetch_status(w->sm, w->h, &bm) != LMC_OK)
+        return false;
+    w->found = (int)lmc_bitmap_popcount(&bm);
+    lmc_bitmap_free(&bm);
+    return true;
+}
+
+static bool never(void *ud)
+{
+    (void)ud;
+    return false;
+}
+
+static void test_virtual_run_until_advances_to_a_prefetch_and_gives_up_when_idle(void **state)
+{
+    (void)state;
+    lmc_sm_runtime_options rt;
+    lmc_replay_pace_runtime(LMC_REPLAY_PACE_VIRTUAL, 1.0, &rt);
+    char *argv[] = {"t",
+                    "--l1-size-gb",
+                    "0.01",
+                    "--eviction-policy",
+                    "LRU",
+                    "--l2-adapter",
+                    "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
+                    "\"virtual_latency_us\": 500}",
+                    NULL};
+    lmc_sm_config cfg;
+    lmc_sm_config_init(&cfg);
+    assert_int_equal(lmc_sm_config_parse_all(&cfg, 7, argv, NULL), LMC_OK);
+    lmc_storage_manager *sm = NULL;
+    assert_int_equal(lmc_sm_create_ex(&cfg, &rt, &sm, NULL), LMC_OK);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    lmc_replay_pacer pacer;
+    lmc_replay_pacer_init(&pacer, LMC_REPLAY_PACE_VIRTUAL, sm, ctx);
+    lmc_replay_pacer_start(&pacer);
+
+    /* One key in L2 only: store it, let the store finish, drop it from L1. */
+    lmc_object_key k;
+    uint8_t hash[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    assert_int_equal(lmc_object_key_make(&k, hash, 8, "m", 0, 0, "", NULL), LMC_OK);
+    lmc_layout_desc lay;
+    int64_t dims[1] = {4096};
+    assert_int_equal(lmc_layout_desc_make1(&lay, dims, 1, LMC_DTYPE_UINT8, NULL), LMC_OK);
+    lmc_l1_error e;
+    lmc_memory_obj obj;
+    assert_int_equal(lmc_sm_reserve_write(sm, &k, 1, &lay, LMC_WRITE_NEW, &e, &obj), 1);
+    lmc_sm_finish_write(sm, &k, 1, NULL);
+    lmc_replay_pacer_drain(&pacer, 5000);
+    assert_int_equal(lmc_sm_clear(sm, true), 1);
+
+    uint64_t t0 = lmc_sm_now_ns(sm);
+    lmc_prefetch_handle h;
+    assert_int_equal(lmc_sm_submit_prefetch_task(sm, &k, 1, &lay, 0, "", LMC_TRIM_PREFIX, &h, NULL),
+                     LMC_OK);
+    wait_prefetch w = {sm, &h, -1};
+    assert_true(lmc_replay_pacer_run_until(&pacer, prefetch_done, &w, 5000));
+    assert_int_equal(w.found, 1);
+    /* A lookup (500 us), then a load of 4 KiB at 1 GiB/s (3814 ns) and its 500 us. */
+    assert_int_equal(lmc_sm_now_ns(sm) - t0, 500000 + 3814 + 500000);
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_finish_read_prefetched(sm, &k, 1, 0, NULL);
+
+    /* Nothing pending: only eviction passes are left, and run_until does not run them for ever. */
+    uint64_t wall0 = lmc_mono_ns();
+    assert_false(lmc_replay_pacer_run_until(&pacer, never, NULL, 5000));
+    assert_true(lmc_mono_ns() - wall0 < 1000000000ull);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+    lmc_sm_config_free(&cfg);
+}
+
 static void test_pace_names_parse_and_reject(void **state)
 {
     (void)state;
@@ -352,6 +435,7 @@ int main(void)
         cmocka_unit_test(test_five_virtual_replays_one_on_a_busy_host_give_the_same_results),
         cmocka_unit_test(test_each_record_is_dispatched_at_its_scaled_virtual_time),
         cmocka_unit_test(test_eviction_period_follows_the_time_scale_in_both_paces),
+        cmocka_unit_test(test_virtual_run_until_advances_to_a_prefetch_and_gives_up_when_idle),
         cmocka_unit_test(test_pace_names_parse_and_reject),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
