@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "replay/driver.h"
 #include "replay/output.h"
 #include "storage/config.h"
@@ -201,10 +202,13 @@ typedef struct replay_args {
     bool format_json;
     const char *output;
     double time_scale;
+    lmc_replay_pace pace;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
+    char paces[64];
+    lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -213,7 +217,10 @@ static void replay_usage(FILE *out)
             "per operation.\n\n"
             "options:\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
-            "                      0.5 replays twice as fast)\n"
+            "                      0.5 replays twice as fast); the eviction period follows it\n"
+            "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
+            "                      clock; virtual runs the StorageManager in virtual time, as\n"
+            "                      fast as the host allows, with the same result every run\n"
             "  --verbose           print one line per record to stdout\n"
             "  --jsonl-out PATH    write one JSON object per record to PATH\n"
             "  --output-dir DIR    where trace_replay_ops.csv / trace_replay_summary.json go "
@@ -223,7 +230,8 @@ static void replay_usage(FILE *out)
             "  --format F          terminal (default) or json, for the result on stdout\n"
             "  --output PATH       also save the result (in --format) to PATH\n"
             "  -q, --quiet         do not print the result\n\n"
-            "storage-manager flags:\n");
+            "storage-manager flags:\n",
+            paces);
     lmc_sm_config_print_help(out);
 }
 
@@ -287,6 +295,13 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 return 2;
             }
             a->time_scale = s;
+        } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
+                return 2;
+            }
         } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
                    (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
             if (!v)
@@ -431,7 +446,7 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
         lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
-static void print_banner(void)
+static void print_banner(lmc_replay_pace pace)
 {
     const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
     const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
@@ -442,12 +457,17 @@ static void print_banner(void)
             "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
             "  * The replay's StorageManager is built from the flags given here, not from\n"
             "    the trace; the config digest row says whether they match the recording.\n"
-            "  * This host's speed differs from the recording host's; the replay keeps the\n"
-            "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n"
+            "%s"
             "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
             "    this environment, not necessarily a bug.\n"
             "%s%s%s\n",
-            bold, bar, bar, reset, bold, bar, reset);
+            bold, bar, bar, reset,
+            pace == LMC_REPLAY_PACE_VIRTUAL
+                ? "  * Virtual time (--pace virtual): the recorded schedule is kept exactly and\n"
+                  "    L2 completions are modelled (virtual_latency_us, virtual_bandwidth_gbps).\n"
+                : "  * This host's speed differs from the recording host's; the replay keeps the\n"
+                  "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n",
+            bold, bar, reset);
 }
 
 static int cmd_trace_replay(int argc, char **argv)
@@ -508,13 +528,14 @@ static int cmd_trace_replay(int argc, char **argv)
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
         goto out;
     }
-    print_banner();
+    print_banner(a.pace);
     LMC_INFO("replay", "trace replay: file=%s records=%llu", a.path,
              (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
     p.start_ns = lmc_mono_ns();
 
-    lmc_replay_options opt = {.time_scale = a.time_scale, .on_record = on_record, .ud = &p};
+    lmc_replay_options opt = {
+        .time_scale = a.time_scale, .on_record = on_record, .ud = &p, .pace = a.pace};
     if (lmc_replay_run(&cfg, a.path, &opt, &res, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
         goto out;

@@ -58,6 +58,13 @@ lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm);
 void lmc_replay_ctx_destroy(lmc_replay_ctx *ctx);
 lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx);
 
+/*
+ * Whether reserve_write's handler zero-fills the buffers it reserved (on by
+ * default). The trace carries no KV bytes; zeros are written only so that
+ * what an L2 adapter stores is defined, so a replay without L2 turns it off.
+ */
+void lmc_replay_ctx_set_zero_fill(lmc_replay_ctx *ctx, bool on);
+
 /* Open read contexts (for tests). */
 size_t lmc_replay_ctx_open_reads(const lmc_replay_ctx *ctx);
 

@@ -1,16 +1,12 @@
 /*
  * driver.c -- replays a trace against a fresh StorageManager (see driver.h).
  *
- * Pacing: sleeping is coarse (tens of microseconds of overshoot), spinning
- * is exact but burns a core. The driver sleeps with clock_nanosleep on an
- * absolute deadline until SPIN_NS before a record is due, then spins on the
- * monotonic clock. Lateness is measured as (start of dispatch - due time),
- * so it includes decoding and the pacing itself.
+ * Pacing is the pacer's (replay/pace.h): the loop asks it to hold each
+ * record until its due time, and at the end to drain the background work.
  */
 #include "replay/driver.h"
 
 #include <math.h>
-#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -21,13 +17,6 @@
 #include "trace/recorder.h"
 
 #define LOG_COMP "replay"
-/*
- * Sleep until this long before a record is due, then spin. A timed sleep
- * on a virtual machine overshoots by tens of microseconds even with the
- * timer slack at its minimum, and waking a sleeping thread on a busy host
- * can take a millisecond: a replay spins through gaps shorter than 2 ms.
- */
-#define SPIN_NS 2000000ull
 /* How long the end-of-replay drain may wait for prefetches and stores. */
 #define DRAIN_TIMEOUT_MS 10000
 
@@ -43,22 +32,6 @@ void lmc_replay_result_free(lmc_replay_result *res)
 {
     lmc_replay_stats_destroy(res->stats);
     res->stats = NULL;
-}
-
-/* Wait until due_ns (absolute monotonic); return the lateness in ns. */
-static uint64_t pace(uint64_t due_ns)
-{
-    uint64_t now = lmc_mono_ns();
-    if (now >= due_ns)
-        return now - due_ns;
-    if (due_ns - now > SPIN_NS)
-        lmc_sleep_until_ns(due_ns - SPIN_NS);
-    while ((now = lmc_mono_ns()) < due_ns) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    return now - due_ns;
 }
 
 /* Warn once per unknown qualname (a long trace of a newer level would flood). */
@@ -117,7 +90,11 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
                  "be missing, so keys of different tenants can collide in this replay",
                  path, (long long)h->trace_schema_version);
 
-    st = lmc_sm_create(cfg, &sm, err);
+    lmc_replay_pace pace = opt ? opt->pace : LMC_REPLAY_PACE_REALTIME;
+    res->pace = pace;
+    lmc_sm_runtime_options rt;
+    lmc_replay_pace_runtime(pace, scale, &rt);
+    st = lmc_sm_create_ex(cfg, &rt, &sm, err);
     if (st != LMC_OK)
         goto out;
     snprintf(res->replay_digest, sizeof(res->replay_digest), "%s", lmc_sm_config_digest_hex(sm));
@@ -136,23 +113,27 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         goto out;
     }
 
-    /* The default 50 us timer slack would make every sleep that much late. */
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* The trace carries no KV bytes; without L2 nothing ever reads what replay writes. */
+    lmc_replay_ctx_set_zero_fill(ctx, cfg->n_l2_adapters > 0);
+
+    lmc_replay_pacer pacer;
+    lmc_replay_pacer_init(&pacer, pace, sm, ctx);
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
-    uint64_t origin = lmc_mono_ns();
+    lmc_replay_pacer_start(&pacer);
     uint64_t reported = 0;
     lmc_trace_record rec;
     while (lmc_trace_reader_next(rd, &rec) == LMC_OK) {
         double t = rec.t_mono > 0 && isfinite(rec.t_mono) ? rec.t_mono : 0.0;
-        uint64_t due = origin + (uint64_t)(t * scale * 1e9);
-        uint64_t late = pace(due);
+        uint64_t late = 0;
+        bool timed = lmc_replay_pacer_wait(&pacer, (uint64_t)(t * scale * 1e9), &late);
         if (strcmp(rec.qualname, LMC_TRACE_DROPPED_QUALNAME) == 0) {
             const lmc_trace_arg *a = lmc_trace_args_find(rec.args, rec.nargs, "dropped_count");
             if (a && a->value.kind == LMC_TV_INT && a->value.u.i > 0)
                 res->recorder_dropped += (uint64_t)a->value.u.i;
             continue;
         }
-        lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
+        if (timed)
+            lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
         lmc_replay_record_view view = {.index = ++reported, .qualname = rec.qualname};
         if (!lmc_dispatcher_has(d, rec.qualname)) {
             res->skipped++;
@@ -185,14 +166,10 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
 
     /* Final sweep: close what the trace left open, let async work finish. */
     lmc_replay_ctx_close_dangling(ctx);
-    size_t left = lmc_replay_ctx_drain_prefetches(ctx, DRAIN_TIMEOUT_MS);
-    if (left > 0)
-        LMC_WARN(LOG_COMP, "trace replay: %zu prefetch(es) still running after %d ms", left,
-                 DRAIN_TIMEOUT_MS);
-    if (!lmc_sm_wait_idle(sm, DRAIN_TIMEOUT_MS))
-        LMC_WARN(LOG_COMP, "trace replay: the StorageManager was still busy after %d ms",
-                 DRAIN_TIMEOUT_MS);
+    lmc_replay_pacer_drain(&pacer, DRAIN_TIMEOUT_MS);
     lmc_replay_stats_mark_end(res->stats, lmc_wall_s());
+    if (opt && opt->on_finish)
+        opt->on_finish(sm, opt->ud);
     st = LMC_OK;
 
 out:

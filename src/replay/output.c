@@ -160,6 +160,7 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .header_digest = res->header_digest,
         .replay_digest = res->replay_digest,
         .time_scale = time_scale,
+        .virtual_pace = res->pace == LMC_REPLAY_PACE_VIRTUAL,
         .lateness = lmc_replay_stats_lateness(res->stats),
         .ops = ops,
         .n_ops = n_ops,

@@ -6,7 +6,7 @@
  * "ops": {q: {"count", "errors", "max_ms", "mean_ms", "min_ms", "p50_ms",
  * "p90_ms", "p99_ms"}}}, as LMCache's _stats.py writes it, plus
  * "lateness": {"count", "max_us", "mean_us", "p50_us", "p99_us"} (our
- * addition).
+ * addition; null with --pace virtual).
  *
  * Threads: none; reentrant.
  */
@@ -68,7 +68,8 @@ static char *render(const lmc_replay_summary *s)
     }
     ok &= jset(root, "duration_s", lmc_json_float(s->duration_s));
     ok &= jset(root, "ops", jops);
-    ok &= jset(root, "lateness", lateness_json(&s->lateness));
+    /* Virtual time waits for nothing: no lateness to report (null). */
+    ok &= jset(root, "lateness", s->virtual_pace ? lmc_json_null() : lateness_json(&s->lateness));
     char *text = NULL;
     size_t len = 0;
     if (ok)

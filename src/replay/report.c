@@ -250,7 +250,7 @@ char *lmc_metrics_format_json(const char *title, const lmc_metric_section *secti
 typedef struct report {
     lmc_metric overall[6];
     lmc_metric *ops;
-    lmc_metric pacing[4];
+    lmc_metric pacing[5];
     lmc_metric_section sections[3];
     size_t n_sections;
     char digest[96];
@@ -343,11 +343,20 @@ static bool report_build(const lmc_replay_summary *s, report *r)
             (lmc_metric_section){"ops", "Per-Op Latency (ms)", r->ops, 4 * s->n_ops};
     }
 
-    r->pacing[0] = metric_float("time_scale", "Time scale", s->time_scale);
-    r->pacing[1] = metric_float("lateness_p50_us", "Lateness p50 (us)", s->lateness.p50_us);
-    r->pacing[2] = metric_float("lateness_p99_us", "Lateness p99 (us)", s->lateness.p99_us);
-    r->pacing[3] = metric_float("lateness_max_us", "Lateness max (us)", s->lateness.max_us);
-    r->sections[r->n_sections++] = (lmc_metric_section){"pacing", "Pacing", r->pacing, 4};
+    size_t np = 0;
+    r->pacing[np++] = metric_float("time_scale", "Time scale", s->time_scale);
+    if (s->virtual_pace) {
+        /* Nothing waits in virtual time, so lateness does not apply: N/A (null in JSON). */
+        r->pacing[np++] = metric_str("pace", "Pace", "virtual");
+        r->pacing[np++] = metric_str("lateness_p50_us", "Lateness p50 (us)", NULL);
+        r->pacing[np++] = metric_str("lateness_p99_us", "Lateness p99 (us)", NULL);
+        r->pacing[np++] = metric_str("lateness_max_us", "Lateness max (us)", NULL);
+    } else {
+        r->pacing[np++] = metric_float("lateness_p50_us", "Lateness p50 (us)", s->lateness.p50_us);
+        r->pacing[np++] = metric_float("lateness_p99_us", "Lateness p99 (us)", s->lateness.p99_us);
+        r->pacing[np++] = metric_float("lateness_max_us", "Lateness max (us)", s->lateness.max_us);
+    }
+    r->sections[r->n_sections++] = (lmc_metric_section){"pacing", "Pacing", r->pacing, np};
     return true;
 }
 
