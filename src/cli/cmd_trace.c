@@ -24,6 +24,7 @@
 #include "replay/driver.h"
 #include "replay/output.h"
 #include "storage/config.h"
+#include "trace/marker.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
@@ -141,6 +142,8 @@ static int cmd_trace_info(int argc, char **argv)
                 dropped += (uint64_t)n;
             continue;
         }
+        if (lmc_trace_marker_find(q, qlen) != NULL)
+            continue; /* a tool's note about the trace (trace/marker.h), not an operation */
         if (t_mono > duration && isfinite(t_mono))
             duration = t_mono;
         total++;
@@ -597,6 +600,8 @@ static const lmc_cli_command subs[] = {
     {"replay", "replay a trace against a fresh StorageManager and report latencies",
      cmd_trace_replay},
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
+    {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
+    {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

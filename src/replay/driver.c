@@ -13,6 +13,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "lmcache/storage_manager.h"
+#include "trace/marker.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
@@ -132,6 +133,8 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
                 res->recorder_dropped += (uint64_t)a->value.u.i;
             continue;
         }
+        if (lmc_trace_marker_find(rec.qualname, rec.qualname_len) != NULL)
+            continue; /* a tool's note about the trace (trace/marker.h), not a call */
         if (timed)
             lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
         lmc_replay_record_view view = {.index = ++reported, .qualname = rec.qualname};
