@@ -96,9 +96,11 @@ static int check_tool_args(const tool_args *a, void (*usage)(FILE *))
         usage(stderr);
         return 2;
     }
-    if (a->filter.has_from && a->filter.has_to && !(a->filter.from < a->filter.to)) {
-        fprintf(stderr, "lmcache trace %s: --from %g must be less than --to %g\n", a->cmd,
-                a->filter.from, a->filter.to);
+    /* An empty window selects nothing: surely a mistake. */
+    double from = a->filter.has_from ? a->filter.from : 0.0;
+    if (a->filter.has_to && !(from < a->filter.to)) {
+        fprintf(stderr, "lmcache trace %s: --to %g must be greater than --from %g\n", a->cmd,
+                a->filter.to, from);
         return 2;
     }
     return 0;
