@@ -88,51 +88,75 @@ static int parse_filter_flag(tool_args *a, int argc, char **argv, int *i, bool w
     return 1;
 }
 
-/* After the loop: FILE given, the window not empty. 0 or 2 (message printed). */
-static int check_tool_args(const tool_args *a, void (*usage)(FILE *))
+/*
+ * A command's own flag at argv[*i]: 1 when it was one (consumed), 0 when
+ * not, 2 on a usage error (message printed). ctx is the command's options.
+ */
+typedef int (*own_flag_fn)(const char *arg, int argc, char **argv, int *i, void *ctx);
+
+/*
+ * Everything both commands parse: --help anywhere (usage on stdout, *rc 0),
+ * the filter flags, the command's own flags, one FILE; then the checks
+ * (FILE given, the window not empty). Returns true when the command should
+ * run; otherwise *rc is the exit code (messages printed). Free a->qualnames
+ * either way.
+ */
+static bool parse_tool(tool_args *a, const char *cmd, int argc, char **argv, bool with_key,
+                       own_flag_fn own, void *ctx, void (*usage)(FILE *), int *rc)
 {
+    memset(a, 0, sizeof(*a));
+    a->cmd = cmd;
+    *rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (lmc_cli_is_help(argv[i])) {
+            usage(stdout);
+            return false;
+        }
+    }
+    a->qualnames = calloc((size_t)argc + 1, sizeof(*a->qualnames));
+    if (a->qualnames == NULL) {
+        fprintf(stderr, "lmcache trace %s: out of memory\n", cmd);
+        *rc = 1;
+        return false;
+    }
+    a->filter.qualnames = a->qualnames;
+    for (int i = 1; i < argc && *rc == 0; i++) {
+        const char *arg = argv[i];
+        int f = parse_filter_flag(a, argc, argv, &i, with_key);
+        if (f == 0)
+            f = own(arg, argc, argv, &i, ctx);
+        if (f == 2) {
+            *rc = 2;
+        } else if (f == 1) {
+            continue;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            fprintf(stderr, "lmcache trace %s: unknown option '%s'\n\n", cmd, arg);
+            usage(stderr);
+            *rc = 2;
+        } else if (a->path != NULL) {
+            fprintf(stderr, "lmcache trace %s: unexpected argument '%s'\n", cmd, arg);
+            *rc = 2;
+        } else {
+            a->path = arg;
+        }
+    }
+    if (*rc != 0)
+        return false;
     if (a->path == NULL) {
-        fprintf(stderr, "lmcache trace %s: a trace FILE is required\n\n", a->cmd);
+        fprintf(stderr, "lmcache trace %s: a trace FILE is required\n\n", cmd);
         usage(stderr);
-        return 2;
+        *rc = 2;
+        return false;
     }
     /* An empty window selects nothing: surely a mistake. */
     double from = a->filter.has_from ? a->filter.from : 0.0;
     if (a->filter.has_to && !(from < a->filter.to)) {
-        fprintf(stderr, "lmcache trace %s: --to %g must be greater than --from %g\n", a->cmd,
+        fprintf(stderr, "lmcache trace %s: --to %g must be greater than --from %g\n", cmd,
                 a->filter.to, from);
-        return 2;
+        *rc = 2;
+        return false;
     }
-    return 0;
-}
-
-/* A positional FILE, or an unknown option / extra argument (2, printed). */
-static int take_path(tool_args *a, const char *arg, void (*usage)(FILE *))
-{
-    if (arg[0] == '-' && arg[1] != '\0') {
-        fprintf(stderr, "lmcache trace %s: unknown option '%s'\n\n", a->cmd, arg);
-        usage(stderr);
-        return 2;
-    }
-    if (a->path != NULL) {
-        fprintf(stderr, "lmcache trace %s: unexpected argument '%s'\n", a->cmd, arg);
-        return 2;
-    }
-    a->path = arg;
-    return 0;
-}
-
-static int tool_args_init(tool_args *a, const char *cmd, int argc)
-{
-    memset(a, 0, sizeof(*a));
-    a->cmd = cmd;
-    a->qualnames = calloc((size_t)argc + 1, sizeof(*a->qualnames));
-    if (a->qualnames == NULL) {
-        fprintf(stderr, "lmcache trace %s: out of memory\n", cmd);
-        return 1;
-    }
-    a->filter.qualnames = a->qualnames;
-    return 0;
+    return true;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -157,56 +181,42 @@ static void dump_usage(FILE *out)
             filter_help, LMC_TRACE_KEY_PREFIX_MIN_DIGITS);
 }
 
+static int dump_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
+{
+    lmc_trace_dump_options *opt = ctx;
+    bool m;
+    const char *v;
+    lmc_error err;
+    if (strcmp(arg, "--no-header") == 0) {
+        opt->header = false;
+    } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
+        if (v == NULL)
+            return missing_value("dump", arg);
+        if (strcmp(v, "jsonl") == 0) {
+            opt->format = LMC_TRACE_DUMP_JSONL;
+        } else if (strcmp(v, "text") != 0) {
+            fprintf(stderr, "lmcache trace dump: --format: '%s' is not one of text, jsonl\n", v);
+            return 2;
+        }
+    } else if ((v = lmc_flag_value("--limit", argc, argv, i, &m)) || m) {
+        if (v == NULL)
+            return missing_value("dump", arg);
+        if (lmc_flag_parse_u64("--limit", v, 1, UINT64_MAX, &opt->limit, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace dump: %s\n", err.msg);
+            return 2;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int lmc_cmd_trace_dump(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (lmc_cli_is_help(argv[i])) {
-            dump_usage(stdout);
-            return 0;
-        }
-    }
     tool_args a;
-    if (tool_args_init(&a, "dump", argc) != 0)
-        return 1;
     lmc_trace_dump_options opt = {.format = LMC_TRACE_DUMP_TEXT, .header = true};
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *arg = argv[i];
-        bool m;
-        const char *v;
-        lmc_error err;
-        int f = parse_filter_flag(&a, argc, argv, &i, true);
-        if (f == 1)
-            continue;
-        if (f == 2) {
-            rc = 2;
-        } else if (strcmp(arg, "--no-header") == 0) {
-            opt.header = false;
-        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
-            if (v == NULL) {
-                rc = missing_value("dump", arg);
-            } else if (strcmp(v, "jsonl") == 0) {
-                opt.format = LMC_TRACE_DUMP_JSONL;
-            } else if (strcmp(v, "text") != 0) {
-                fprintf(stderr, "lmcache trace dump: --format: '%s' is not one of text, jsonl\n",
-                        v);
-                rc = 2;
-            }
-        } else if ((v = lmc_flag_value("--limit", argc, argv, &i, &m)) || m) {
-            if (v == NULL) {
-                rc = missing_value("dump", arg);
-            } else if (lmc_flag_parse_u64("--limit", v, 1, UINT64_MAX, &opt.limit, &err) !=
-                       LMC_OK) {
-                fprintf(stderr, "lmcache trace dump: %s\n", err.msg);
-                rc = 2;
-            }
-        } else {
-            rc = take_path(&a, arg, dump_usage);
-        }
-    }
-    if (rc == 0)
-        rc = check_tool_args(&a, dump_usage);
-    if (rc == 0) {
+    int rc;
+    if (parse_tool(&a, "dump", argc, argv, true, dump_flag, &opt, dump_usage, &rc)) {
         opt.filter = a.filter;
         lmc_error err;
         if (lmc_trace_dump_file(a.path, &opt, stdout, NULL, &err) != LMC_OK) {
@@ -242,72 +252,67 @@ static void slice_usage(FILE *out)
             filter_help);
 }
 
+/* The slice's own flags; ctx is a slice_args. */
+typedef struct slice_args {
+    lmc_trace_slice_options opt;
+    const char *out;
+} slice_args;
+
+static int slice_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
+{
+    slice_args *s = ctx;
+    bool m;
+    const char *v;
+    lmc_error err;
+    if ((v = lmc_flag_value("-o", argc, argv, i, &m)) || m ||
+        (v = lmc_flag_value("--output", argc, argv, i, &m)) || m) {
+        if (v == NULL || v[0] == '\0')
+            return missing_value("slice", arg);
+        s->out = v;
+    } else if ((v = lmc_flag_value("--max-records", argc, argv, i, &m)) || m) {
+        if (v == NULL)
+            return missing_value("slice", arg);
+        if (lmc_flag_parse_u64("--max-records", v, 1, UINT64_MAX, &s->opt.max_records, &err) !=
+            LMC_OK) {
+            fprintf(stderr, "lmcache trace slice: %s\n", err.msg);
+            return 2;
+        }
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 int lmc_cmd_trace_slice(int argc, char **argv)
 {
-    for (int i = 1; i < argc; i++) {
-        if (lmc_cli_is_help(argv[i])) {
-            slice_usage(stdout);
-            return 0;
-        }
-    }
     tool_args a;
-    if (tool_args_init(&a, "slice", argc) != 0)
-        return 1;
-    lmc_trace_slice_options opt = {.max_records = 0};
-    const char *out = NULL;
-    int rc = 0;
-    for (int i = 1; i < argc && rc == 0; i++) {
-        const char *arg = argv[i];
-        bool m;
-        const char *v;
-        lmc_error err;
-        int f = parse_filter_flag(&a, argc, argv, &i, false);
-        if (f == 1)
-            continue;
-        if (f == 2) {
-            rc = 2;
-        } else if ((v = lmc_flag_value("-o", argc, argv, &i, &m)) || m ||
-                   (v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
-            if (v == NULL || v[0] == '\0')
-                rc = missing_value("slice", arg);
-            out = v;
-        } else if ((v = lmc_flag_value("--max-records", argc, argv, &i, &m)) || m) {
-            if (v == NULL) {
-                rc = missing_value("slice", arg);
-            } else if (lmc_flag_parse_u64("--max-records", v, 1, UINT64_MAX, &opt.max_records,
-                                          &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace slice: %s\n", err.msg);
-                rc = 2;
-            }
-        } else {
-            rc = take_path(&a, arg, slice_usage);
-        }
-    }
-    if (rc == 0)
-        rc = check_tool_args(&a, slice_usage);
-    if (rc == 0 && out == NULL) {
+    slice_args s = {.out = NULL};
+    int rc;
+    if (!parse_tool(&a, "slice", argc, argv, false, slice_flag, &s, slice_usage, &rc))
+        goto out;
+    if (s.out == NULL) {
         fprintf(stderr, "lmcache trace slice: -o OUT is required\n\n");
         slice_usage(stderr);
         rc = 2;
+        goto out;
     }
-    if (rc == 0) {
-        opt.filter = a.filter;
-        lmc_trace_slice_result res;
-        lmc_error err;
-        if (lmc_trace_slice(a.path, out, &opt, &res, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace slice: %s\n", err.msg);
-            rc = 1;
-        } else {
-            if (res.source_malformed > 0 || res.source_truncated)
-                fprintf(stderr,
-                        "lmcache trace slice: warning: '%s' has %llu malformed record(s)%s; "
-                        "they are not in the slice\n",
-                        a.path, (unsigned long long)res.source_malformed,
-                        res.source_truncated ? " and a truncated tail" : "");
-            printf("wrote %llu of %llu records to %s\n", (unsigned long long)res.records,
-                   (unsigned long long)res.source_records, out);
-        }
+    s.opt.filter = a.filter;
+    lmc_trace_slice_result res;
+    lmc_error err;
+    if (lmc_trace_slice(a.path, s.out, &s.opt, &res, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace slice: %s\n", err.msg);
+        rc = 1;
+        goto out;
     }
+    if (res.source_malformed > 0 || res.source_truncated)
+        fprintf(stderr,
+                "lmcache trace slice: warning: '%s' has %llu malformed record(s)%s; they are not "
+                "in the slice\n",
+                a.path, (unsigned long long)res.source_malformed,
+                res.source_truncated ? " and a truncated tail" : "");
+    printf("wrote %llu of %llu records to %s\n", (unsigned long long)res.records,
+           (unsigned long long)res.source_records, s.out);
+out:
     free(a.qualnames);
     return rc;
 }

@@ -5,27 +5,17 @@
 
 #include <string.h>
 
+#include "core/digest.h"
 #include "trace/ops.h"
 
 /* Deeper values are not searched for keys (the decoder's own nesting limit is lower). */
 #define KEY_SEARCH_DEPTH 64
 
-static int hex_value(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 lmc_status lmc_trace_filter_set_key(lmc_trace_filter *f, const char *hex, lmc_error *err)
 {
     size_t n = strlen(hex);
     for (size_t i = 0; i < n; i++) {
-        if (hex_value(hex[i]) < 0)
+        if (lmc_hex_digit(hex[i]) < 0)
             return lmc_error_set(err, LMC_ERR_INVALID, "'%.80s' is not hexadecimal", hex);
     }
     if (n < LMC_TRACE_KEY_PREFIX_MIN_DIGITS)
@@ -37,7 +27,7 @@ lmc_status lmc_trace_filter_set_key(lmc_trace_filter *f, const char *hex, lmc_er
                              LMC_CHUNK_HASH_MAX);
     memset(f->key_prefix, 0, sizeof(f->key_prefix));
     for (size_t i = 0; i < n; i++)
-        f->key_prefix[i / 2] |= (uint8_t)(hex_value(hex[i]) << (i % 2 ? 0 : 4));
+        f->key_prefix[i / 2] |= (uint8_t)(lmc_hex_digit(hex[i]) << (i % 2 ? 0 : 4));
     f->key_digits = n;
     return LMC_OK;
 }
@@ -103,24 +93,11 @@ static bool walk_keys(const lmc_tv *v, int depth, const lmc_trace_filter *f, siz
                 return true;
         }
         return false;
-    case LMC_TV_NIL:
-    case LMC_TV_BOOL:
-    case LMC_TV_INT:
-    case LMC_TV_FLOAT:
-    case LMC_TV_STR:
-    case LMC_TV_BIN:
-    case LMC_TV_LAYOUT:
-    case LMC_TV_DTYPE:
-    case LMC_TV_SIZE:
-    case LMC_TV_TRIM_POLICY:
-    case LMC_TV_PREFETCH_HANDLE:
-        return false;
-    case LMC_TV_BUILTIN_COUNT_:
-    case LMC_TV_KIND_MAX:
-        break;
+    default:
+        /* Leaf kinds hold no key; a registered kind's payload is a generic value that may. */
+        return v->kind >= LMC_TV_BUILTIN_COUNT_ && v->u.ext != NULL &&
+               walk_keys(v->u.ext, depth + 1, f, count, first);
     }
-    /* A registered kind: its payload is a generic value. */
-    return v->u.ext != NULL && walk_keys(v->u.ext, depth + 1, f, count, first);
 }
 
 bool lmc_trace_filter_key(const lmc_trace_filter *f, const lmc_trace_arg *args, size_t nargs)

@@ -53,20 +53,6 @@ static void header(int64_t schema, const char *magic)
         die("cannot encode the header");
 }
 
-static void record(double t, const char *q, const lmc_trace_arg *extra, size_t n_extra)
-{
-    lmc_tv items[NKEYS];
-    for (size_t i = 0; i < NKEYS; i++)
-        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
-    lmc_trace_arg args[6];
-    args[0] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, NKEYS}}};
-    for (size_t i = 0; i < n_extra; i++)
-        args[1 + i] = extra[i];
-    if (lmc_trace_encode_record(&buf, t, 1767225600.0 + t, q, strlen(q), args, 1 + n_extra,
-                                NULL) != LMC_OK)
-        die("cannot encode a record");
-}
-
 /* One record of the given keys (no other args but extra). */
 static void record_keys(double t, const char *q, const lmc_object_key *k, size_t n,
                         const lmc_trace_arg *extra, size_t n_extra)
@@ -83,9 +69,18 @@ static void record_keys(double t, const char *q, const lmc_object_key *k, size_t
         die("cannot encode a record");
 }
 
-/* A store, a prefetch and a read of keys at t (six records, 0.25 s or 0.1 s apart). */
+static void record(double t, const char *q, const lmc_trace_arg *extra, size_t n_extra)
+{
+    record_keys(t, q, keys, NKEYS, extra, n_extra);
+}
+
+/*
+ * Of keys at t: a store (reserve_write, finish_write 0.25 s later) when
+ * is_store, else a read (submit_prefetch_task with request id req, then read
+ * enter, read exit and finish_read 0.1 s apart).
+ */
 static void store_and_read(double t, const lmc_object_key *k, size_t n, const char *req,
-                           bool store)
+                           bool is_store)
 {
     lmc_trace_arg rw[2] = {
         {"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = &layout}},
@@ -98,7 +93,7 @@ static void store_and_read(double t, const lmc_object_key *k, size_t n, const ch
         {"policy", 6, {.kind = LMC_TV_TRIM_POLICY, .u.trim = LMC_TRIM_PREFIX}},
     };
     lmc_trace_arg fr[1] = {{"extra_count", 11, lmc_tv_int(0)}};
-    if (store) {
+    if (is_store) {
         record_keys(t, P "reserve_write", k, n, rw, 2);
         record_keys(t + 0.25, P "finish_write", k, n, NULL, 0);
         return;
