@@ -176,7 +176,7 @@ static void dump_usage(FILE *out)
             "%s"
             "  --key HEX           only records with a key whose chunk hash starts with HEX\n"
             "                      (at least %d hex digits)\n"
-            "  --limit N           stop after N records\n"
+            "  --limit N           stop after N records (markers count as records here)\n"
             "  --no-header         leave out the header lines ('#' lines in text)\n",
             filter_help, LMC_TRACE_KEY_PREFIX_MIN_DIGITS);
 }
