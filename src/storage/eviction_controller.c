@@ -439,6 +439,11 @@ void lmc_l1_eviction_controller_destroy(lmc_l1_eviction_controller *c)
     free(c);
 }
 
+uint64_t lmc_l1_eviction_controller_evicted(lmc_l1_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
+}
+
 lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c)
 {
     bool alive = atomic_load(&c->loop.alive);
@@ -723,6 +728,11 @@ void lmc_l2_eviction_controller_destroy(lmc_l2_eviction_controller *c)
         l2_state_free(c->states[i]);
     free(c->states);
     free(c);
+}
+
+uint64_t lmc_l2_eviction_controller_evicted(lmc_l2_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
 }
 
 lmc_json *lmc_l2_eviction_controller_report_status(lmc_l2_eviction_controller *c)
