@@ -671,6 +671,78 @@ static void recover(fs_adapter *fs)
     free(sizes);
 }
 
+/* ------------------------------------------------------------------ */
+/* What a base_path holds (for tools: replay's warning and --clear-l2)   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A name this adapter writes: a key's canonical name, or its temporary
+ * name (the ".data" swapped for ".tmp" beside the data; the data name
+ * itself in relative_tmp_dir).
+ */
+static bool is_own_name(const char *name, bool in_tmp_dir)
+{
+    lmc_object_key key;
+    if (lmc_l2_fs_parse_name(name, &key))
+        return true;
+    size_t len = strlen(name);
+    if (in_tmp_dir || len <= 4 || len >= NAME_MAX + 8 || strcmp(name + len - 4, ".tmp") != 0)
+        return false;
+    char data[NAME_MAX + 16];
+    snprintf(data, sizeof(data), "%.*s.data", (int)(len - 4), name);
+    return lmc_l2_fs_parse_name(data, &key);
+}
+
+static lmc_status scan_dir(const char *path, bool in_tmp_dir, bool remove, lmc_l2_fs_objects *out,
+                           lmc_error *err)
+{
+    DIR *dir = opendir(path);
+    if (dir == NULL) {
+        if (errno == ENOENT)
+            return LMC_OK; /* nothing written there yet */
+        return lmc_error_set(err, LMC_ERR_IO, "fs L2 adapter: cannot read '%s': %s", path,
+                             strerror(errno));
+    }
+    lmc_status st = LMC_OK;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        struct stat sb;
+        /* Regular files only, never through a symlink: nothing else is ours. */
+        if (!is_own_name(de->d_name, in_tmp_dir) ||
+            fstatat(dirfd(dir), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        out->files++;
+        out->bytes += (uint64_t)sb.st_size;
+        if (!remove)
+            continue;
+        if (unlinkat(dirfd(dir), de->d_name, 0) != 0) {
+            st = lmc_error_set(err, LMC_ERR_IO, "fs L2 adapter: cannot remove '%s/%s': %s", path,
+                               de->d_name, strerror(errno));
+            break;
+        }
+        out->removed++;
+    }
+    closedir(dir);
+    return st;
+}
+
+lmc_status lmc_l2_fs_scan(const lmc_json *cfg, bool remove, lmc_l2_fs_objects *out, lmc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *type = lmc_json_get_string(lmc_json_object_get(cfg, "type"), NULL);
+    const char *base = lmc_json_get_string(lmc_json_object_get(cfg, "base_path"), NULL);
+    if (type == NULL || strcmp(type, TYPE) != 0 || base == NULL)
+        return LMC_OK;
+    lmc_status st = scan_dir(base, false, remove, out, err);
+    const char *rel = lmc_json_get_string(lmc_json_object_get(cfg, "relative_tmp_dir"), NULL);
+    if (st == LMC_OK && rel != NULL && tmp_dir_ok(rel)) {
+        char tmp[PATH_MAX];
+        if (snprintf(tmp, sizeof(tmp), "%s/%s", base, rel) < (int)sizeof(tmp))
+            st = scan_dir(tmp, true, remove, out, err);
+    }
+    return st;
+}
+
 static void fs_free(fs_adapter *fs)
 {
     lmc_keymap_destroy(fs->locks);
