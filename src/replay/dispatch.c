@@ -185,7 +185,7 @@ void lmc_replay_ctx_set_on_complete(lmc_replay_ctx *ctx, lmc_replay_on_complete 
 void lmc_replay_ctx_begin(lmc_replay_ctx *ctx, uint64_t index)
 {
     ctx->index = index;
-    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_NONE, 0);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_NONE, NULL, 0);
 }
 
 const lmc_replay_outcome *lmc_replay_ctx_outcome(const lmc_replay_ctx *ctx)
@@ -463,7 +463,7 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
         if (ctx->errs[i] == LMC_L1_SUCCESS)
             memset(ctx->objs[i].data, 0, ctx->objs[i].size);
     }
-    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_RESERVE_WRITE, n);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_RESERVE_WRITE, keys, n);
     states_for(ctx, keys, n, ctx->errs, lmc_outcome_reserve_needs_state);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -482,7 +482,7 @@ lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_write(ctx->sm, keys, n, ctx->errs);
-    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_WRITE, n);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_WRITE, keys, n);
     for (size_t i = 0; i < n; i++)
         ctx->outcome.v[lmc_outcome_finish_write_reason(ctx->errs[i])]++;
     return LMC_OK;
@@ -543,7 +543,7 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     if (st != LMC_OK)
         return st;
     lmc_replay_outcome *o = &ctx->outcome;
-    lmc_replay_outcome_begin(o, LMC_TRACE_OP_SUBMIT_PREFETCH, n);
+    lmc_replay_outcome_begin(o, LMC_TRACE_OP_SUBMIT_PREFETCH, keys, n);
     o->v[LMC_OC_SUBMIT_PREFETCH_l1_hits] = (uint32_t)h.l1_found_count;
     /*
      * The server would poll query_prefetch_status (not traced) until the
@@ -577,7 +577,7 @@ lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *r
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_read_prefetched(ctx->sm, keys, n, extra, ctx->errs);
-    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_READ, n);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_READ, keys, n);
     for (size_t i = 0; i < n; i++)
         ctx->outcome.v[lmc_outcome_finish_read_reason(ctx->errs[i])]++;
     return LMC_OK;
@@ -620,7 +620,7 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
         return lmc_error_set(err, st, "%s: out of memory", rec->qualname);
     }
     lmc_replay_outcome *out = &ctx->outcome;
-    lmc_replay_outcome_begin(out, LMC_TRACE_OP_READ_ENTER, n);
+    lmc_replay_outcome_begin(out, LMC_TRACE_OP_READ_ENTER, keys, n);
     const lmc_l1_error *errs = o->read.errs;
     states_for(ctx, keys, n, errs, lmc_outcome_read_needs_state);
     size_t j = 0;
@@ -654,7 +654,7 @@ lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec
         prev = o;
         o = o->next;
     }
-    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_READ_EXIT, n);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_READ_EXIT, keys, n);
     if (o == NULL) {
         LMC_WARN(LOG_COMP, "trace replay: read_prefetched_results.__exit__ with no matching "
                  "__enter__ (keys=%zu); ignoring", n);

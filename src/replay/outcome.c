@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 static const lmc_outcome_counter_info g_counters[] = {
 #define LMC_OUTCOME_COUNT(OP, name, doc) {LMC_TRACE_OP_##OP, #name, doc},
@@ -35,11 +36,52 @@ const char *lmc_outcome_op_name(lmc_trace_op op)
     return info != NULL ? info->name : "none";
 }
 
-void lmc_replay_outcome_begin(lmc_replay_outcome *o, lmc_trace_op op, size_t n_keys)
+void lmc_replay_outcome_begin(lmc_replay_outcome *o, lmc_trace_op op, const lmc_object_key *keys,
+                              size_t n_keys)
 {
     memset(o, 0, sizeof(*o));
     o->op = op;
     o->n_keys = n_keys > UINT32_MAX ? UINT32_MAX : (uint32_t)n_keys;
+    o->keys_hash = keys != NULL ? lmc_outcome_keys_hash(keys, n_keys) : 0;
+}
+
+static size_t put_i64_le(uint8_t *p, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    for (size_t i = 0; i < 8; i++)
+        p[i] = (uint8_t)(u >> (8 * i));
+    return 8;
+}
+
+static size_t put_cstr(uint8_t *p, const char *s)
+{
+    size_t n = strlen(s != NULL ? s : "") + 1;
+    memcpy(p, s != NULL ? s : "", n);
+    return n;
+}
+
+uint64_t lmc_outcome_keys_hash(const lmc_object_key *keys, size_t n)
+{
+    /* One key's canonical bytes, at most: the length byte, the hash, the strings, two ints. */
+    uint8_t buf[1 + LMC_CHUNK_HASH_MAX + LMC_MODEL_NAME_MAX + 1 + 16 + 4 * LMC_CACHE_SALT_MAX + 1];
+    uint64_t h = n;
+    for (size_t i = 0; i < n; i++) {
+        const lmc_object_key *k = &keys[i];
+        size_t len = 0;
+        buf[len++] = k->chunk_hash_len;
+        memcpy(buf + len, k->chunk_hash, k->chunk_hash_len);
+        len += k->chunk_hash_len;
+        size_t model = strlen(k->model_name != NULL ? k->model_name : "");
+        size_t salt = strlen(k->cache_salt != NULL ? k->cache_salt : "");
+        if (model > LMC_MODEL_NAME_MAX || salt > 4 * LMC_CACHE_SALT_MAX)
+            continue; /* a key the constructor would have refused */
+        len += put_cstr(buf + len, k->model_name);
+        len += put_i64_le(buf + len, k->kv_rank);
+        len += put_i64_le(buf + len, k->object_group_id);
+        len += put_cstr(buf + len, k->cache_salt);
+        h = XXH3_64bits_withSeed(buf, len, h);
+    }
+    return h;
 }
 
 /* ---- reasons ----------------------------------------------------------- */
@@ -244,13 +286,13 @@ static size_t put(char *buf, size_t cap, size_t len, const char *fmt, ...)
 size_t lmc_outcome_encode_record(char *buf, size_t cap, const lmc_replay_record_view *rec)
 {
     const lmc_replay_outcome *o = rec->outcome;
-    size_t len = put(buf, cap, 0, "%" PRIu64 " %s keys=%" PRIu32, rec->index, rec->qualname,
-                     o != NULL ? o->n_keys : 0);
+    size_t len = put(buf, cap, 0, "%" PRIu64 " %s", rec->index, rec->qualname);
     if (rec->skipped) {
         len = put(buf, cap, len, " skipped");
     } else if (rec->failed || o == NULL) {
         len = put(buf, cap, len, " failed");
     } else {
+        len = put(buf, cap, len, " keys=%" PRIu32 " kh=%016" PRIx64, o->n_keys, o->keys_hash);
         for (size_t c = 0; c < LMC_OC_COUNT_; c++) {
             if (g_counters[c].op == o->op)
                 len = put(buf, cap, len, " %s=%" PRIu32, g_counters[c].name, o->v[c]);

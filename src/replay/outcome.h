@@ -11,8 +11,9 @@
  * The outcome digest is a SHA-256 over a canonical text stream with no
  * timing in it: one line per reported record in record order,
  *
- *   "<index> <qualname> keys=<n>" then " skipped" | " failed" | for each
- *   counter of the record's op in table order " <name>=<value>", then "\n"
+ *   "<index> <qualname>" then " skipped" | " failed" | " keys=<n>
+ *   kh=<16 hex digits of lmc_outcome_keys_hash>" and, for each counter of
+ *   the record's op in table order, " <name>=<value>"; then "\n"
  *
  * then one line of the final counters,
  *
@@ -68,11 +69,22 @@ typedef struct lmc_replay_outcome {
     lmc_trace_op op;
     bool pending; /* a prefetch whose L2 part has not been collected yet */
     uint32_t n_keys;
+    uint64_t keys_hash; /* lmc_outcome_keys_hash of the record's keys */
     uint32_t v[LMC_OC_COUNT_];
 } lmc_replay_outcome;
 
-/* Start an outcome of op for n keys (every counter 0). */
-void lmc_replay_outcome_begin(lmc_replay_outcome *o, lmc_trace_op op, size_t n_keys);
+/* Start an outcome of op for the n keys of a record (keys may be NULL: hash 0); counters 0. */
+void lmc_replay_outcome_begin(lmc_replay_outcome *o, lmc_trace_op op, const lmc_object_key *keys,
+                              size_t n_keys);
+
+/*
+ * A 64-bit digest of what keys are, in order (XXH3-64 chained over each
+ * key's canonical bytes: chunk_hash_len, chunk_hash, model_name and its
+ * NUL, kv_rank and object_group_id as 8 little-endian bytes, cache_salt
+ * and its NUL), the same in every process: it puts the keys into the
+ * outcome digest, so a trace with one key changed digests differently.
+ */
+uint64_t lmc_outcome_keys_hash(const lmc_object_key *keys, size_t n);
 
 /*
  * The counter of one key's result. One L1 error code covers several

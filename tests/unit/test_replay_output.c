@@ -351,7 +351,7 @@ static void test_jsonl_writes_one_object_per_record_as_the_replay_runs(void **st
         lmc_replay_output_open(&lmc_replay_output_jsonl, path, "--jsonl-out", &o, NULL), LMC_OK);
     assert_true(exists(path)); /* created at open: a bad path fails before the replay */
     lmc_replay_outcome out;
-    lmc_replay_outcome_begin(&out, LMC_TRACE_OP_FINISH_WRITE, 3);
+    lmc_replay_outcome_begin(&out, LMC_TRACE_OP_FINISH_WRITE, NULL, 3);
     out.v[LMC_OC_FINISH_WRITE_finished] = 2;
     out.v[LMC_OC_FINISH_WRITE_not_in_l1] = 1;
     lmc_replay_record_view ok = {.index = 1,
