@@ -560,43 +560,83 @@ static bool report_build(const lmc_replay_summary *s, report *r)
     return !r->oom;
 }
 
+/* Notes wrap at this column, continuation lines indented under the text. */
+#define NOTE_WIDTH 78
+#define NOTE_INDENT "      "
+
+/* "note: " + text, wrapped at spaces to NOTE_WIDTH columns, ending in "\n". */
+static void note(lmc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(lmc_strbuf *b, const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    lmc_strbuf_puts(b, "note: ");
+    size_t col = strlen("note: ");
+    bool first = true;
+    for (const char *p = text; *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        size_t word = strcspn(p, " ");
+        if (word == 0)
+            break;
+        if (!first && col + 1 + word > NOTE_WIDTH) {
+            lmc_strbuf_puts(b, "\n" NOTE_INDENT);
+            col = strlen(NOTE_INDENT);
+        } else if (!first) {
+            lmc_strbuf_puts(b, " ");
+            col++;
+        }
+        lmc_strbuf_append(b, p, word);
+        col += word;
+        p += word;
+        first = false;
+    }
+    lmc_strbuf_puts(b, "\n");
+    free(text);
+}
+
 /* The lines after the table: what a reader must not miss, in plain words. */
 static void notes(lmc_strbuf *b, const lmc_replay_summary *s)
 {
     if (s->interrupted)
-        lmc_strbuf_printf(b,
-                          "note: interrupted (Ctrl-C) after %" PRIu64 " records; every figure "
-                          "above covers those records only.\n",
-                          s->reported);
+        note(b,
+             "interrupted (Ctrl-C) after %" PRIu64 " records; every figure above covers "
+             "those records only.",
+             s->reported);
     if (s->totals != NULL && s->figures.recorded_reads > 0 && s->figures.read_agreement < 1.0) {
         char missed[256];
         lmc_replay_missed_summary(s, missed, sizeof(missed));
-        lmc_strbuf_printf(b,
-                          "note: %.1f%% of the reads the trace recorded (each was a hit when "
-                          "recorded) did not fully hit here: %s.\n"
-                          "      The replay's StorageManager did not hold what the recording's "
-                          "did; see --jsonl-out for each record.\n",
-                          (1.0 - s->figures.read_agreement) * 100.0, missed);
+        note(b,
+             "%.1f%% of the reads the trace recorded (each was a hit when recorded) did not "
+             "fully hit here: %s. The replay's StorageManager did not hold what the "
+             "recording's did; --jsonl-out shows each record.",
+             (1.0 - s->figures.read_agreement) * 100.0, missed);
     }
     char why[128];
     if (lmc_replay_behind_schedule(s, why, sizeof(why)))
-        lmc_strbuf_printf(b,
-                          "note: the replay fell behind its schedule (%s). Lateness is how late "
-                          "each call\n      started against its recorded time (scaled by "
-                          "--time-scale); behind schedule, calls\n      bunch up and the "
-                          "background work the recording raced (L2 loads, eviction)\n      "
-                          "gets relatively more time, so outcomes can differ from the "
-                          "recording.\n",
-                          why);
+        note(b,
+             "the replay fell behind its schedule (%s). Lateness is how late each call "
+             "started against its recorded time (scaled by --time-scale); behind schedule, "
+             "calls bunch up and the background work the recording raced (L2 loads, "
+             "eviction) gets relatively more time, so outcomes can differ from the "
+             "recording.",
+             why);
     if (s->n_config_diffs > 0)
-        lmc_strbuf_printf(b, "note: the replay's StorageManager config differs from the recorded "
-                             "one (the 'Config differs'\n      rows above); "
-                             "`lmcache trace info --config FILE` prints the recorded config.\n");
+        note(b, "the replay's StorageManager config differs from the recorded one (the 'Config "
+                "differs' rows above); `lmcache trace info --config FILE` prints the recorded "
+                "config.");
     if (s->unfinished_prefetches > 0)
-        lmc_strbuf_printf(b,
-                          "note: %" PRIu64 " prefetch(es) had not finished their L2 part when "
-                          "the replay ended; their L2 keys count as missed.\n",
-                          s->unfinished_prefetches);
+        note(b,
+             "%" PRIu64 " prefetch(es) had not finished their L2 part when the replay ended; "
+             "their L2 keys count as missed.",
+             s->unfinished_prefetches);
 }
 
 size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t len)

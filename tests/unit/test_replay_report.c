@@ -579,9 +579,15 @@ static void test_table_says_plainly_how_many_recorded_hits_were_lost(void **stat
     assert_row(text, "L2 stores", "40 keys, 40.0 MiB");
     assert_row(text, "Outcome digest", DIGEST_B);
     assert_non_null(strstr(text, "\nnote: 26.9% of the reads the trace recorded (each was a hit "
-                                 "when recorded) did not fully hit here: 269 reads missed 500 "
-                                 "keys: 450 not in L1, 0 write-locked, 50 not read-locked, 0 "
-                                 "other.\n"));
+                                 "when recorded) did\n      not fully hit here: 269 reads missed "
+                                 "500 keys: 450 not in L1, 0\n      write-locked, 50 not "
+                                 "read-locked, 0 other. The replay's StorageManager\n"));
+    /* Every note line fits the terminal. */
+    for (const char *p = strstr(text, "\nnote: ") + 1; *p != '\0';) {
+        size_t len = strcspn(p, "\n");
+        assert_true(len <= 78);
+        p += len + (p[len] == '\n');
+    }
     free(text);
 }
 
@@ -611,7 +617,8 @@ static void test_table_says_when_the_replay_fell_behind_and_what_lateness_is(voi
     assert_string_equal(why, "p99 2.31 ms > 1 ms");
     char *text = lmc_replay_report_table(&s);
     assert_row(text, "Behind schedule", "yes (p99 2.31 ms > 1 ms)");
-    assert_non_null(strstr(text, "Lateness is how late each call\n      started against its "
+    assert_non_null(strstr(text, "\nnote: the replay fell behind its schedule (p99 2.31 ms > 1 "
+                                 "ms). Lateness is\n      how late each call started against its "
                                  "recorded time"));
     free(text);
     /* 1% of the mean gap: 150 us late when records are 10 ms apart is behind. */
