@@ -31,6 +31,7 @@
 #include "core/keymap.h"
 #include "core/keyvec.h"
 #include "core/log.h"
+#include "core/strbuf.h"
 #include "l2/adapter_impl.h"
 #include "l2/worker.h"
 
@@ -64,52 +65,36 @@ static atomic_uint g_instances; /* numbers the worker threads: l2-fs-0, l2-fs-1,
 /* Names                                                                */
 /* ------------------------------------------------------------------ */
 
-typedef struct out_buf {
-    char *buf;
-    size_t cap, pos;
-} out_buf;
-
-static void put(out_buf *o, const char *s, size_t n)
-{
-    if (o->pos < o->cap) {
-        size_t room = o->cap - 1 - o->pos;
-        memcpy(o->buf + o->pos, s, n < room ? n : room);
-    }
-    o->pos += n;
-}
-
 size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    out_buf o = {buf, len, 0};
+    lmc_fixbuf o = LMC_FIXBUF(buf, len);
     char num[40];
     const char *model = key->model_name != NULL ? key->model_name : "";
     for (const char *p = model; *p != '\0'; p++) {
         if (*p == '/')
-            put(&o, "-SEP-", 5);
+            lmc_fixbuf_append(&o, "-SEP-", 5);
         else
-            put(&o, p, 1);
+            lmc_fixbuf_append(&o, p, 1);
     }
     /* Python's f"{kv_rank:08x}": the sign counts toward the width. */
     if (key->kv_rank < 0)
         snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
     else
         snprintf(num, sizeof(num), "@0x%08" PRIx64, (uint64_t)key->kv_rank);
-    put(&o, num, strlen(num));
+    lmc_fixbuf_append(&o, num, strlen(num));
     snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
-    put(&o, num, strlen(num));
+    lmc_fixbuf_append(&o, num, strlen(num));
     for (size_t i = 0; i < key->chunk_hash_len; i++) {
         char pair[2] = {hex[key->chunk_hash[i] >> 4], hex[key->chunk_hash[i] & 0xF]};
-        put(&o, pair, 2);
+        lmc_fixbuf_append(&o, pair, 2);
     }
     if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {
-        put(&o, "@", 1);
-        put(&o, key->cache_salt, strlen(key->cache_salt));
+        lmc_fixbuf_append(&o, "@", 1);
+        lmc_fixbuf_append(&o, key->cache_salt, strlen(key->cache_salt));
     }
-    put(&o, ".data", 5);
-    if (len > 0)
-        buf[o.pos < len ? o.pos : len - 1] = '\0';
-    return o.pos;
+    lmc_fixbuf_append(&o, ".data", 5);
+    return lmc_fixbuf_finish(&o);
 }
 
 static int hex_value(char c)

@@ -17,6 +17,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "core/strbuf.h"
+
 static const lmc_outcome_counter_info g_counters[] = {
 #define LMC_OUTCOME_COUNT(OP, name, doc) {LMC_TRACE_OP_##OP, #name, doc},
 #include "replay/outcome.def"
@@ -283,84 +285,34 @@ static size_t put(char *buf, size_t cap, size_t len, const char *fmt, ...)
     return n < 0 ? len : len + (size_t)n;
 }
 
-/*
- * A cursor that appends to buf without writing past cap, counting what it
- * wanted (snprintf's contract). The record line is built once per record,
- * so it avoids printf's format parsing.
- */
-typedef struct line {
-    char *buf;
-    size_t cap, len;
-} line;
-
-static void line_put(line *l, const char *s, size_t n)
-{
-    if (l->len < l->cap) {
-        size_t room = l->cap - 1 - l->len;
-        memcpy(l->buf + l->len, s, n < room ? n : room);
-    }
-    l->len += n;
-}
-
-static void line_str(line *l, const char *s)
-{
-    line_put(l, s, strlen(s));
-}
-
-static void line_u64(line *l, uint64_t v)
-{
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v > 0);
-    line_put(l, tmp + sizeof(tmp) - n, n);
-}
-
-static void line_hex64(line *l, uint64_t v)
-{
-    static const char hex[] = "0123456789abcdef";
-    char tmp[16];
-    for (size_t i = 0; i < 16; i++)
-        tmp[i] = hex[(v >> (60 - 4 * i)) & 0xF];
-    line_put(l, tmp, 16);
-}
-
-static size_t line_end(line *l)
-{
-    if (l->cap > 0)
-        l->buf[l->len < l->cap ? l->len : l->cap - 1] = '\0';
-    return l->len;
-}
-
 size_t lmc_outcome_encode_record(char *buf, size_t cap, const lmc_replay_record_view *rec)
 {
+    /* Built once per record: no printf format parsing on this path. */
     const lmc_replay_outcome *o = rec->outcome;
-    line l = {buf, cap, 0};
-    line_u64(&l, rec->index);
-    line_put(&l, " ", 1);
-    line_str(&l, rec->qualname);
+    lmc_fixbuf l = LMC_FIXBUF(buf, cap);
+    lmc_fixbuf_u64(&l, rec->index);
+    lmc_fixbuf_puts(&l, " ");
+    lmc_fixbuf_puts(&l, rec->qualname);
     if (rec->skipped) {
-        line_str(&l, " skipped");
+        lmc_fixbuf_puts(&l, " skipped");
     } else if (rec->failed || o == NULL) {
-        line_str(&l, " failed");
+        lmc_fixbuf_puts(&l, " failed");
     } else {
-        line_str(&l, " keys=");
-        line_u64(&l, o->n_keys);
-        line_str(&l, " kh=");
-        line_hex64(&l, o->keys_hash);
+        lmc_fixbuf_puts(&l, " keys=");
+        lmc_fixbuf_u64(&l, o->n_keys);
+        lmc_fixbuf_puts(&l, " kh=");
+        lmc_fixbuf_hex64(&l, o->keys_hash);
         for (size_t c = 0; c < LMC_OC_COUNT_; c++) {
             if (g_counters[c].op != o->op)
                 continue;
-            line_put(&l, " ", 1);
-            line_str(&l, g_counters[c].name);
-            line_put(&l, "=", 1);
-            line_u64(&l, o->v[c]);
+            lmc_fixbuf_puts(&l, " ");
+            lmc_fixbuf_puts(&l, g_counters[c].name);
+            lmc_fixbuf_puts(&l, "=");
+            lmc_fixbuf_u64(&l, o->v[c]);
         }
     }
-    line_put(&l, "\n", 1);
-    return line_end(&l);
+    lmc_fixbuf_puts(&l, "\n");
+    return lmc_fixbuf_finish(&l);
 }
 
 #define MAX_TOTALS_FIELDS (4 + 2 * LMC_TRACE_OP_COUNT_ + LMC_OC_COUNT_ + 9)

@@ -229,21 +229,9 @@ char *lmc_metrics_format_json(const char *title, const lmc_metric_section *secti
         metrics = NULL; /* owned by root now, even on failure */
     }
     lmc_json_free(metrics);
-    char *text = NULL;
-    size_t len = 0;
-    if (ok)
-        text = lmc_json_dumps(root, 0, indent, &len);
+    char *text = ok ? lmc_json_dumps_line(root, 0, indent) : NULL;
     lmc_json_free(root);
-    if (text == NULL)
-        return NULL;
-    char *out = realloc(text, len + 2);
-    if (out == NULL) {
-        free(text);
-        return NULL;
-    }
-    out[len] = '\n';
-    out[len + 1] = '\0';
-    return out;
+    return text;
 }
 
 /* ---- the replay report ------------------------------------------------- */

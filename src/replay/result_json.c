@@ -238,19 +238,7 @@ lmc_json *lmc_replay_result_json(const lmc_replay_summary *s)
 char *lmc_replay_result_json_text(const lmc_replay_summary *s)
 {
     lmc_json *root = lmc_replay_result_json(s);
-    if (root == NULL)
-        return NULL;
-    size_t len = 0;
-    char *text = lmc_json_dumps(root, 0, 2, &len);
+    char *text = root != NULL ? lmc_json_dumps_line(root, 0, 2) : NULL;
     lmc_json_free(root);
-    if (text == NULL)
-        return NULL;
-    char *out = realloc(text, len + 2);
-    if (out == NULL) {
-        free(text);
-        return NULL;
-    }
-    out[len] = '\n';
-    out[len + 1] = '\0';
-    return out;
+    return text;
 }

@@ -481,6 +481,22 @@ static void on_complete(void *ud, uint64_t index, const lmc_replay_outcome *o)
     c->o[c->n++] = *o;
 }
 
+/* A StorageManager over a mock L2 of bandwidth_gb GB/s holding keys in L2 only (L1 cleared). */
+static lmc_storage_manager *sm_with_keys_in_l2(const char *bandwidth_gb, const lmc_object_key *k,
+                                               size_t n, const lmc_layout_desc *lay)
+{
+    char json[128];
+    snprintf(json, sizeof(json),
+             "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": %s}", bandwidth_gb);
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    assert_int_equal(sm_test_store(sm, k, n, lay), n);
+    assert_true(lmc_sm_wait_idle(sm, 20000));
+    assert_int_equal(lmc_sm_clear(sm, false), n);
+    return sm;
+}
+
 static void test_prefetch_outcome_without_l2_is_final_at_submit(void **state)
 {
     (void)state;
@@ -514,21 +530,10 @@ static void test_prefetch_outcome_without_l2_is_final_at_submit(void **state)
 static void test_prefetch_outcome_with_l2_completes_when_the_result_is_collected(void **state)
 {
     (void)state;
-    char *argv[] = {"t",
-                    "--l1-size-gb",
-                    "0.01",
-                    "--eviction-policy",
-                    "LRU",
-                    "--l2-adapter",
-                    "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": 10}",
-                    NULL};
-    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
     lmc_object_key k[4];
     sm_test_keys(k, 4, 500);
     lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, k, 3, &lay);
-    assert_true(lmc_sm_wait_idle(sm, 5000));
-    lmc_sm_clear(sm, false);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("10", k, 3, &lay);
     sm_test_store(sm, k, 1, &lay); /* k0 in L1 again; k1, k2 only in L2; k3 nowhere */
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     completions c = {0};
@@ -559,22 +564,11 @@ static void test_prefetch_outcome_with_l2_completes_when_the_result_is_collected
 static void test_abandoned_prefetch_outcome_is_unfinished(void **state)
 {
     (void)state;
-    /* A slow mock: the load cannot finish before the replay gives up on it. */
-    char *argv[] = {"t",
-                    "--l1-size-gb",
-                    "0.01",
-                    "--eviction-policy",
-                    "LRU",
-                    "--l2-adapter",
-                    "{\"type\": \"mock\", \"max_size_gb\": 0.5, \"mock_bandwidth_gb\": 0.001}",
-                    NULL};
-    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    /* A slow mock (1 MB/s): the load cannot finish before the replay gives up on it. */
     lmc_object_key k[2];
     sm_test_keys(k, 2, 600);
-    lmc_layout_desc lay = sm_test_layout(1 << 20);
-    sm_test_store(sm, k, 2, &lay);
-    assert_true(lmc_sm_wait_idle(sm, 20000));
-    lmc_sm_clear(sm, false);
+    lmc_layout_desc lay = sm_test_layout(256 * 1024);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("0.001", k, 2, &lay);
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     completions c = {0};
     lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
