@@ -542,6 +542,7 @@ typedef struct progress {
     bool drawn; /* the bar is on the terminal line now (mu) */
     atomic_uint_fast64_t n;
     atomic_uint_fast64_t start_ns;
+    atomic_uint_fast64_t last_ns; /* when the last record was reported (0: not yet) */
     atomic_bool stop;
     pthread_t thread;
     bool thread_started;
@@ -573,8 +574,18 @@ static void draw_bar_locked(progress *p)
     if (p->runs > 1)
         snprintf(run, sizeof(run), " run %llu/%llu", (unsigned long long)p->run,
                  (unsigned long long)p->runs);
-    fprintf(stderr, "\r[%s] %5.1f%% %.1f/%.1fs %llu/%llu rec ETA %.0fs%s\033[K", bar, frac * 100.0,
-            elapsed, p->schedule_s, (unsigned long long)n, (unsigned long long)p->total, eta, run);
+    uint64_t last = atomic_load(&p->last_ns);
+    if (last != 0) {
+        /* Every record is out: what runs now is the drain (L2 stores, prefetches). */
+        memset(bar, '=', (size_t)width);
+        fprintf(stderr, "\r[%s] %llu/%llu rec, finishing L2 work %.1fs%s\033[K", bar,
+                (unsigned long long)n, (unsigned long long)p->total,
+                (double)(lmc_mono_ns() - last) / 1e9, run);
+    } else {
+        fprintf(stderr, "\r[%s] %5.1f%% %.1f/%.1fs %llu/%llu rec ETA %.0fs%s\033[K", bar,
+                frac * 100.0, elapsed, p->schedule_s, (unsigned long long)n,
+                (unsigned long long)p->total, eta, run);
+    }
     fflush(stderr);
     p->drawn = true;
 }
@@ -611,6 +622,7 @@ static void progress_start(progress *p)
 {
     atomic_store(&p->n, 0);
     atomic_store(&p->start_ns, lmc_mono_ns());
+    atomic_store(&p->last_ns, 0);
     if (!p->bar)
         return;
     atomic_store(&p->stop, false);
@@ -640,6 +652,8 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
 {
     progress *p = ud;
     atomic_store(&p->n, rec->index);
+    if (rec->index == p->total)
+        atomic_store(&p->last_ns, lmc_mono_ns());
     if (p->args->verbose)
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
                (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
