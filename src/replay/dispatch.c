@@ -136,11 +136,17 @@ typedef struct open_read {
     lmc_sm_read_ctx read;
 } open_read;
 
-/* A prefetch whose L2 part is still running, with its record's outcome so far. */
+/*
+ * A prefetch whose L2 part is still running, with its record's outcome so
+ * far and the keys it sent to L2 (a read of one of them before the result
+ * is collected counts as l2_pending).
+ */
 typedef struct pending_prefetch {
     lmc_prefetch_handle handle;
     uint64_t index;
     lmc_replay_outcome outcome;
+    lmc_object_key *l2_keys; /* owned; NULL when they could not be copied */
+    size_t n_l2_keys;
 } pending_prefetch;
 
 struct lmc_replay_ctx {
@@ -262,6 +268,8 @@ static void prefetch_done(lmc_replay_ctx *ctx, pending_prefetch *p, const lmc_bi
     if (ctx->on_complete != NULL)
         ctx->on_complete(ctx->on_complete_ud, p->index, &p->outcome);
     lmc_prefetch_handle_clear(&p->handle);
+    free(p->l2_keys);
+    p->l2_keys = NULL;
 }
 
 size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
@@ -556,6 +564,13 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
         o->pending = true;
         pending_prefetch *p = &ctx->prefetches[ctx->n_prefetches++];
         *p = (pending_prefetch){.handle = h, .index = ctx->index, .outcome = *o};
+        /* Without the copy a read of these keys is classified by state alone. */
+        p->l2_keys = malloc(h.l2_orig_count * sizeof(*p->l2_keys));
+        if (p->l2_keys != NULL) {
+            for (size_t i = 0; i < h.l2_orig_count; i++)
+                p->l2_keys[i] = keys[h.l2_orig_indices[i]];
+            p->n_l2_keys = h.l2_orig_count;
+        }
     } else {
         prefetch_finish(o, &h, NULL, false);
         lmc_prefetch_handle_clear(&h);
@@ -603,6 +618,19 @@ static bool same_tuple(const lmc_sm_read_ctx *r, const lmc_object_key *keys, siz
     return true;
 }
 
+/* Is key among the keys a still-pending prefetch sent to L2? */
+static bool in_pending_l2(const lmc_replay_ctx *ctx, const lmc_object_key *key)
+{
+    for (size_t p = 0; p < ctx->n_prefetches; p++) {
+        const pending_prefetch *pp = &ctx->prefetches[p];
+        for (size_t i = 0; i < pp->n_l2_keys; i++) {
+            if (lmc_object_key_equal(&pp->l2_keys[i], key))
+                return true;
+        }
+    }
+    return false;
+}
+
 lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
                                  lmc_error *err)
 {
@@ -611,6 +639,12 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
     lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
+    /*
+     * Collect the prefetches done by now, before the read: a key of one
+     * still pending after that was not loaded when the read came.
+     */
+    if (ctx->n_prefetches > 0)
+        lmc_replay_ctx_poll_prefetches(ctx);
     open_read *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
@@ -626,7 +660,10 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         lmc_l1_key_state ks = next_state(ctx, errs[i], lmc_outcome_read_needs_state, &j);
-        out->v[lmc_outcome_read_reason(errs[i], ks)]++;
+        lmc_outcome_counter c = lmc_outcome_read_reason(errs[i], ks);
+        if (c != LMC_OC_READ_ENTER_found && in_pending_l2(ctx, &keys[i]))
+            c = LMC_OC_READ_ENTER_l2_pending;
+        out->v[c]++;
     }
     out->v[LMC_OC_READ_ENTER_context_ok] = o->read.ok;
     o->tuple_hash = tuple_hash(keys, n);

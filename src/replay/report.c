@@ -635,9 +635,10 @@ size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t 
         return (size_t)snprintf(buf, len, "no outcomes");
     return (size_t)snprintf(buf, len,
                             "%" PRIu64 " reads missed %" PRIu64 " keys: %" PRIu64
-                            " not in L1, %" PRIu64 " write-locked, %" PRIu64
-                            " not read-locked, %" PRIu64 " other",
+                            " not in L1, %" PRIu64 " still loading from L2, %" PRIu64
+                            " write-locked, %" PRIu64 " not read-locked, %" PRIu64 " other",
                             f->failed_reads, f->read_keys_missed, t->v[LMC_OC_READ_ENTER_not_in_l1],
+                            t->v[LMC_OC_READ_ENTER_l2_pending],
                             t->v[LMC_OC_READ_ENTER_write_locked],
                             t->v[LMC_OC_READ_ENTER_not_read_locked], t->v[LMC_OC_READ_ENTER_other]);
 }

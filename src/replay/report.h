@@ -151,7 +151,8 @@ char *lmc_replay_report_json(const lmc_replay_summary *s);
 
 /*
  * The one summary line of the reads that missed ("N reads missed M keys: K
- * not in L1, W write-locked, R not read-locked, O other") into buf;
+ * not in L1, P still loading from L2, W write-locked, R not read-locked, O
+ * other") into buf;
  * returns snprintf's length.
  */
 size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t len);

@@ -584,6 +584,36 @@ static void test_abandoned_prefetch_outcome_is_unfinished(void **state)
     lmc_sm_destroy(sm);
 }
 
+static void test_a_read_before_its_l2_load_finished_counts_as_l2_pending(void **state)
+{
+    (void)state;
+    lmc_object_key k[3];
+    sm_test_keys(k, 3, 650);
+    lmc_layout_desc lay = sm_test_layout(256 * 1024);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("0.001", k, 2, &lay); /* 1 MB/s */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+    lmc_replay_submit_prefetch(ctx, build(&b, P "submit_prefetch_task", k, 3, &lay, NULL), NULL);
+    assert_true(lmc_replay_ctx_outcome(ctx)->pending);
+    /* The recording's server waited for the load; this read comes at once. */
+    const char *enter_q = P "read_prefetched_results.__enter__";
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, k, 3, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_l2_pending), 3); /* all three went to L2 */
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_found), 0);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_in_l1), 0);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_context_ok), 0);
+    /* Once the prefetch is given up on, a miss of the same keys is an ordinary one. */
+    lmc_replay_ctx_abandon_prefetches(ctx);
+    const char *exit_q = P "read_prefetched_results.__exit__";
+    lmc_replay_read_exit(ctx, build(&b, exit_q, k, 3, NULL, NULL), NULL);
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, &k[2], 1, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_in_l1), 1);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
 static void test_read_outcomes_name_why_keys_were_not_found(void **state)
 {
     (void)state;
@@ -1129,6 +1159,7 @@ int main(void)
         cmocka_unit_test(test_prefetch_outcome_without_l2_is_final_at_submit),
         cmocka_unit_test(test_prefetch_outcome_with_l2_completes_when_the_result_is_collected),
         cmocka_unit_test(test_abandoned_prefetch_outcome_is_unfinished),
+        cmocka_unit_test(test_a_read_before_its_l2_load_finished_counts_as_l2_pending),
         cmocka_unit_test(test_read_outcomes_name_why_keys_were_not_found),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
                                         setup, teardown),

@@ -580,8 +580,8 @@ static void test_table_says_plainly_how_many_recorded_hits_were_lost(void **stat
     assert_row(text, "Outcome digest", DIGEST_B);
     assert_non_null(strstr(text, "\nnote: 26.9% of the reads the trace recorded (each was a hit "
                                  "when recorded) did\n      not fully hit here: 269 reads missed "
-                                 "500 keys: 450 not in L1, 0\n      write-locked, 50 not "
-                                 "read-locked, 0 other. The replay's StorageManager\n"));
+                                 "500 keys: 450 not in L1, 0 still\n      loading from L2, 0 "
+                                 "write-locked, 50 not read-locked, 0 other. The\n"));
     /* Every note line fits the terminal. */
     for (const char *p = strstr(text, "\nnote: ") + 1; *p != '\0';) {
         size_t len = strcspn(p, "\n");
