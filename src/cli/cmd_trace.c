@@ -33,6 +33,7 @@
 #include "core/flags.h"
 #include "core/json.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "l2/adapter.h"
 #include "replay/driver.h"
 #include "replay/output.h"
@@ -279,10 +280,13 @@ typedef struct replay_args {
     double time_scale;
     uint64_t repeat;
     bool clear_l2;
+    lmc_replay_pace pace;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
+    char paces[64];
+    lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -292,7 +296,10 @@ static void replay_usage(FILE *out)
             "an outcome digest.\n\n"
             "options:\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
-            "                      0.5 replays twice as fast)\n"
+            "                      0.5 replays twice as fast); the eviction period follows it\n"
+            "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
+            "                      clock; virtual runs the StorageManager in virtual time, as\n"
+            "                      fast as the host allows, with the same result every run\n"
             "  --repeat N          replay N times (1..%d) and report the median and spread\n"
             "                      of each figure and every run's outcome digest\n"
             "  --clear-l2          first remove the objects an fs L2 adapter's base_path\n"
@@ -307,7 +314,7 @@ static void replay_usage(FILE *out)
             "  --output PATH       also save the result (in --format) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            MAX_REPEAT);
+            paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
 }
 
@@ -379,6 +386,13 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 goto missing;
             if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+                return 2;
+            }
+        } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
                 return 2;
             }
         } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
@@ -559,7 +573,7 @@ static void draw_bar_locked(progress *p)
         eta = p->schedule_s - elapsed;
     } else {
         frac = p->total ? (double)n / (double)p->total : 1.0;
-        eta = 0.0;
+        eta = n > 0 && elapsed > 0 ? (double)(p->total - n) * elapsed / (double)n : 0.0;
     }
     if (frac > 1.0)
         frac = 1.0;
@@ -582,9 +596,13 @@ static void draw_bar_locked(progress *p)
                 (unsigned long long)n, (unsigned long long)p->total,
                 (double)(lmc_mono_ns() - last) / 1e9, run);
     } else {
-        fprintf(stderr, "\r[%s] %5.1f%% %.1f/%.1fs %llu/%llu rec ETA %.0fs%s\033[K", bar,
-                frac * 100.0, elapsed, p->schedule_s, (unsigned long long)n,
-                (unsigned long long)p->total, eta, run);
+        char when[48];
+        if (p->schedule_s > 0)
+            snprintf(when, sizeof(when), "%.1f/%.1fs", elapsed, p->schedule_s);
+        else
+            snprintf(when, sizeof(when), "%.1fs", elapsed);
+        fprintf(stderr, "\r[%s] %5.1f%% %s %llu/%llu rec ETA %.0fs%s\033[K", bar, frac * 100.0,
+                when, (unsigned long long)n, (unsigned long long)p->total, eta, run);
     }
     fflush(stderr);
     p->drawn = true;
@@ -663,7 +681,7 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
             lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
-static void print_banner(void)
+static void print_banner(lmc_replay_pace pace)
 {
     const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
     const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
@@ -674,12 +692,17 @@ static void print_banner(void)
             "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
             "  * The replay's StorageManager is built from the flags given here, not from\n"
             "    the trace; the config digest row says whether they match the recording.\n"
-            "  * This host's speed differs from the recording host's; the replay keeps the\n"
-            "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n"
+            "%s"
             "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
             "    this environment, not necessarily a bug.\n"
             "%s%s%s\n",
-            bold, bar, bar, reset, bold, bar, reset);
+            bold, bar, bar, reset,
+            pace == LMC_REPLAY_PACE_VIRTUAL
+                ? "  * Virtual time (--pace virtual): the recorded schedule is kept exactly and\n"
+                  "    L2 completions are modelled (virtual_latency_us, virtual_bandwidth_gbps).\n"
+                : "  * This host's speed differs from the recording host's; the replay keeps the\n"
+                  "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n",
+            bold, bar, reset);
 }
 
 /*
@@ -786,7 +809,8 @@ static int cmd_trace_replay(int argc, char **argv)
     scan_records(rd, NULL, &sc);
     lmc_trace_reader_close(rd);
     p.total = sc.total;
-    p.schedule_s = sc.duration * a.time_scale;
+    /* Virtual time runs as fast as the host allows: progress is then by records. */
+    p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
     if (a.repeat > 1 && (rep = lmc_replay_repeat_create()) == NULL) {
         fprintf(stderr, "lmcache trace replay: out of memory\n");
         goto out;
@@ -794,7 +818,7 @@ static int cmd_trace_replay(int argc, char **argv)
     if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
         goto out;
     if (!a.quiet)
-        print_banner();
+        print_banner(a.pace);
     LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
 
@@ -803,8 +827,11 @@ static int cmd_trace_replay(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     handler = sigaction(SIGINT, &sa, &old_int) == 0;
-    lmc_replay_options opt = {
-        .time_scale = a.time_scale, .on_record = on_record, .ud = &p, .stop = &g_interrupted};
+    lmc_replay_options opt = {.time_scale = a.time_scale,
+                              .on_record = on_record,
+                              .ud = &p,
+                              .pace = a.pace,
+                              .stop = &g_interrupted};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
         if (p.run > 1) {
             lmc_replay_result_free(&res);

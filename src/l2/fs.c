@@ -845,4 +845,6 @@ const lmc_l2_adapter_ops lmc_l2_fs_ops = {
     .is_healthy = fs_is_healthy,
     .destroy = fs_destroy,
     .replay_recovered = fs_replay_recovered,
+    .virtual_latency_us = 50.0,
+    .virtual_bandwidth_gbps = 2.0,
 };

@@ -983,4 +983,6 @@ const lmc_l2_adapter_ops lmc_l2_resp_ops = {
     .is_healthy = resp_is_healthy,
     .destroy = resp_destroy,
     .replay_recovered = NULL,
+    .virtual_latency_us = 100.0,
+    .virtual_bandwidth_gbps = 1.0,
 };

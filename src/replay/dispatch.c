@@ -167,14 +167,22 @@ struct lmc_replay_ctx {
     lmc_object_key *sub; /* the keys whose result needs their L1 state */
     lmc_l1_key_state *states;
     size_t scratch_cap;
+    bool zero_fill; /* reserve_write zero-fills what it reserved */
 };
 
 lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm)
 {
     lmc_replay_ctx *ctx = calloc(1, sizeof(*ctx));
-    if (ctx != NULL)
+    if (ctx != NULL) {
         ctx->sm = sm;
+        ctx->zero_fill = true;
+    }
     return ctx;
+}
+
+void lmc_replay_ctx_set_zero_fill(lmc_replay_ctx *ctx, bool on)
+{
+    ctx->zero_fill = on;
 }
 
 lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx)
@@ -466,8 +474,8 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
             return lmc_error_prefix(err, "%s", rec->qualname);
     }
     lmc_sm_reserve_write(ctx->sm, keys, n, layout, mode, ctx->errs, ctx->objs);
-    /* The trace carries no KV bytes: what replay writes is zeros. */
-    for (size_t i = 0; i < n; i++) {
+    /* The trace carries no KV bytes: what replay writes is zeros (when anything can read them). */
+    for (size_t i = 0; ctx->zero_fill && i < n; i++) {
         if (ctx->errs[i] == LMC_L1_SUCCESS)
             memset(ctx->objs[i].data, 0, ctx->objs[i].size);
     }

@@ -75,6 +75,13 @@ void lmc_replay_ctx_begin(lmc_replay_ctx *ctx, uint64_t index);
 /* The current record's outcome as the handler left it (op NONE: none). */
 const lmc_replay_outcome *lmc_replay_ctx_outcome(const lmc_replay_ctx *ctx);
 
+/*
+ * Whether reserve_write's handler zero-fills the buffers it reserved (on by
+ * default). The trace carries no KV bytes; zeros are written only so that
+ * what an L2 adapter stores is defined, so a replay without L2 turns it off.
+ */
+void lmc_replay_ctx_set_zero_fill(lmc_replay_ctx *ctx, bool on);
+
 /* Open read contexts (for tests). */
 size_t lmc_replay_ctx_open_reads(const lmc_replay_ctx *ctx);
 

@@ -1,16 +1,12 @@
 /*
  * driver.c -- replays a trace against a fresh StorageManager (see driver.h).
  *
- * Pacing: sleeping is coarse (tens of microseconds of overshoot), spinning
- * is exact but burns a core. The driver sleeps with clock_nanosleep on an
- * absolute deadline until SPIN_NS before a record is due, then spins on the
- * monotonic clock. Lateness is measured as (start of dispatch - due time),
- * so it includes decoding and the pacing itself.
+ * Pacing is the pacer's (replay/pace.h): the loop asks it to hold each
+ * record until its due time, and at the end to drain the background work.
  */
 #include "replay/driver.h"
 
 #include <math.h>
-#include <sys/prctl.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,13 +19,6 @@
 #include "trace/recorder.h"
 
 #define LOG_COMP "replay"
-/*
- * Sleep until this long before a record is due, then spin. A timed sleep
- * on a virtual machine overshoots by tens of microseconds even with the
- * timer slack at its minimum, and waking a sleeping thread on a busy host
- * can take a millisecond: a replay spins through gaps shorter than 2 ms.
- */
-#define SPIN_NS 2000000ull
 /* How long the end-of-replay drain may wait for prefetches and stores. */
 #define DRAIN_TIMEOUT_MS 10000
 /* After a Ctrl-C the user wants the partial result soon. */
@@ -50,33 +39,6 @@ void lmc_replay_result_free(lmc_replay_result *res)
     free(res->header_config_json);
     free(res->replay_config_json);
     res->header_config_json = res->replay_config_json = NULL;
-}
-
-/*
- * Wait until due_ns (absolute monotonic); return the lateness in ns. A long
- * wait sleeps in slices so that *stop ends it promptly.
- */
-#define STOP_SLICE_NS 100000000ull
-static uint64_t pace(uint64_t due_ns, const volatile sig_atomic_t *stop)
-{
-    uint64_t now = lmc_mono_ns();
-    if (now >= due_ns)
-        return now - due_ns;
-    while (due_ns - now > SPIN_NS) {
-        if (stop != NULL && *stop)
-            return 0;
-        uint64_t until = due_ns - SPIN_NS;
-        lmc_sleep_until_ns(stop != NULL && until - now > STOP_SLICE_NS ? now + STOP_SLICE_NS
-                                                                       : until);
-        if ((now = lmc_mono_ns()) >= due_ns)
-            return now - due_ns;
-    }
-    while ((now = lmc_mono_ns()) < due_ns) {
-#if defined(__x86_64__) || defined(__i386__)
-        __builtin_ia32_pause();
-#endif
-    }
-    return now - due_ns;
 }
 
 /* Warn once per unknown qualname (a long trace of a newer level would flood). */
@@ -186,7 +148,11 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         st = lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
         goto out;
     }
-    st = lmc_sm_create(cfg, &sm, err);
+    lmc_replay_pace pace = opt ? opt->pace : LMC_REPLAY_PACE_REALTIME;
+    res->pace = pace;
+    lmc_sm_runtime_options rt;
+    lmc_replay_pace_runtime(pace, scale, &rt);
+    st = lmc_sm_create_ex(cfg, &rt, &sm, err);
     if (st != LMC_OK)
         goto out;
     snprintf(res->replay_digest, sizeof(res->replay_digest), "%s", lmc_sm_config_digest_hex(sm));
@@ -209,15 +175,19 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     lmc_replay_ctx_set_on_complete(ctx, on_complete, &rs);
     sample_l1(sm, &res->totals);
 
-    /* The default 50 us timer slack would make every sleep that much late. */
-    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    /* The trace carries no KV bytes; without L2 nothing ever reads what replay writes. */
+    lmc_replay_ctx_set_zero_fill(ctx, cfg->n_l2_adapters > 0);
+
+    lmc_replay_pacer pacer;
+    lmc_replay_pacer_init(&pacer, pace, sm, ctx);
+    pacer.stop = stop;
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
-    uint64_t origin = lmc_mono_ns();
+    lmc_replay_pacer_start(&pacer);
     lmc_trace_record rec;
     while (!(stop != NULL && *stop) && lmc_trace_reader_next(rd, &rec) == LMC_OK) {
         double t = rec.t_mono > 0 && isfinite(rec.t_mono) ? rec.t_mono : 0.0;
-        uint64_t due = origin + (uint64_t)(t * scale * 1e9);
-        uint64_t late = pace(due, stop);
+        uint64_t late = 0;
+        bool timed = lmc_replay_pacer_wait(&pacer, (uint64_t)(t * scale * 1e9), &late);
         if (stop != NULL && *stop)
             break; /* woken from a long wait: this record was not replayed */
         if (strcmp(rec.qualname, LMC_TRACE_DROPPED_QUALNAME) == 0) {
@@ -226,13 +196,14 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
                 res->recorder_dropped += (uint64_t)a->value.u.i;
             continue;
         }
-        lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
+        if (timed)
+            lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
         /* Interned: the view waits in the reorder buffer past this record's buffer. */
         const char *q = lmc_intern(rec.qualname, rec.qualname_len);
         lmc_replay_record_view view = {.index = ++res->reported,
                                        .qualname = q != NULL ? q : "?",
                                        .t_mono = t,
-                                       .lateness_s = (double)late / 1e9};
+                                       .lateness_s = timed ? (double)late / 1e9 : -1.0};
         if (res->reported == 1)
             res->first_t_mono = t;
         res->last_t_mono = t;
@@ -273,24 +244,18 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     res->truncated = lmc_trace_reader_truncated(rd);
 
     /* Final sweep: close what the trace left open, let async work finish. */
-    uint32_t drain_ms = res->interrupted ? INTERRUPTED_DRAIN_MS : DRAIN_TIMEOUT_MS;
     lmc_replay_ctx_close_dangling(ctx);
-    size_t left = lmc_replay_ctx_drain_prefetches(ctx, drain_ms);
-    if (left > 0) {
-        LMC_WARN(LOG_COMP,
-                 "trace replay: %zu prefetch(es) still running after %u ms; their L2 "
-                 "results count as misses",
-                 left, drain_ms);
-        lmc_replay_ctx_abandon_prefetches(ctx);
-    }
-    if (!lmc_sm_wait_idle(sm, drain_ms))
-        LMC_WARN(LOG_COMP, "trace replay: the StorageManager was still busy after %u ms", drain_ms);
+    lmc_replay_pacer_drain(&pacer, res->interrupted ? INTERRUPTED_DRAIN_MS : DRAIN_TIMEOUT_MS);
+    /* What never finished counts as unfinished (its L2 part as missed). */
+    lmc_replay_ctx_abandon_prefetches(ctx);
     lmc_outcome_queue_close(rs.queue);
     lmc_replay_stats_mark_end(res->stats, lmc_wall_s());
     sample_l1(sm, &res->totals);
     lmc_sm_get_counters(sm, &res->totals.sm);
     lmc_replay_record_counts rc = {res->replayed, res->skipped, res->failed, res->malformed};
     lmc_outcome_digest_finish(rs.digest, &res->totals, &rc, res->outcome_digest);
+    if (opt && opt->on_finish)
+        opt->on_finish(sm, opt->ud);
     st = LMC_OK;
 
 out:

@@ -7,9 +7,12 @@
  * the statistics, and the pacing.
  *
  * Pacing is an absolute schedule (DESIGN.md 4.5): record i is due at
- * origin + t_mono_i * time_scale; the driver sleeps until shortly before it
- * is due, then spins, and measures how late every dispatch starts. It never
- * runs ahead of the schedule; when the host is slower the replay lags.
+ * origin + t_mono_i * time_scale. With --pace realtime the driver sleeps
+ * until shortly before it is due, then spins, and measures how late every
+ * dispatch starts; it never runs ahead of the schedule, and when the host
+ * is slower the replay lags. With --pace virtual the StorageManager runs in
+ * virtual time and the schedule is kept exactly, with no waiting
+ * (replay/pace.h). Either way the eviction period is 1 s x time_scale.
  *
  * A schema 1 trace replays with a warning that cache_salt may be missing.
  * Records with no handler are skipped (with a warning, once per qualname);
@@ -36,10 +39,14 @@
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
 #include "replay/outcome.h"
+#include "replay/pace.h"
 #include "replay/stats.h"
 
 /* Called for every record reported, in record order, once its outcome is final. */
 typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
+
+/* Called once at the end of a replay, after the drain, with the StorageManager still alive. */
+typedef void (*lmc_replay_on_finish)(lmc_storage_manager *sm, void *ud);
 
 typedef struct lmc_replay_options {
     double time_scale;           /* > 0 and finite; 1.0 = recorded speed */
@@ -52,6 +59,10 @@ typedef struct lmc_replay_options {
      * replayed (interrupted set).
      */
     const volatile sig_atomic_t *stop;
+    /* LMC_REPLAY_PACE_REALTIME (0, the default) or LMC_REPLAY_PACE_VIRTUAL. */
+    lmc_replay_pace pace;
+    /* NULL: none. Gets ud too. */
+    lmc_replay_on_finish on_finish;
 } lmc_replay_options;
 
 typedef struct lmc_replay_result {
@@ -76,6 +87,7 @@ typedef struct lmc_replay_result {
     uint64_t unfinished_prefetches; /* L2 results that never arrived */
     lmc_replay_totals totals;       /* outcomes of every record, plus the final counters */
     char outcome_digest[LMC_SHA256_HEX_LEN + 1];
+    lmc_replay_pace pace; /* virtual: no lateness was measured */
 } lmc_replay_result;
 
 /* Check a --time-scale value: finite and > 0, else LMC_ERR_INVALID naming it. */

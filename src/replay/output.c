@@ -249,6 +249,7 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .header_digest = res->header_digest,
         .replay_digest = res->replay_digest,
         .time_scale = time_scale,
+        .virtual_pace = res->pace == LMC_REPLAY_PACE_VIRTUAL,
         .lateness = lmc_replay_stats_lateness(res->stats),
         .ops = ops,
         .n_ops = n_ops,
@@ -271,7 +272,9 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .config_diffs = (const char *const *)diffs.v,
         .n_config_diffs = diffs.n,
         .mode = "calls",
-        .pace = "realtime",
+        .pace =
+            lmc_replay_pace_names[res->pace == LMC_REPLAY_PACE_VIRTUAL ? LMC_REPLAY_PACE_VIRTUAL
+                                                                       : LMC_REPLAY_PACE_REALTIME],
     };
     return LMC_OK;
 }

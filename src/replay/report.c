@@ -464,6 +464,15 @@ static void pacing_section(report *r, const lmc_replay_summary *s)
 {
     section_begin(r);
     add(r, metric_float("time_scale", "Time scale", s->time_scale));
+    if (s->virtual_pace) {
+        /* Nothing waits in virtual time, so lateness does not apply: N/A (null in JSON). */
+        add(r, metric_str("pace", "Pace", "virtual"));
+        add(r, metric_str("lateness_p50_us", "Lateness p50 (us)", NULL));
+        add(r, metric_str("lateness_p99_us", "Lateness p99 (us)", NULL));
+        add(r, metric_str("lateness_max_us", "Lateness max (us)", NULL));
+        section_end(r, "pacing", "Pacing");
+        return;
+    }
     add(r, metric_float("lateness_p50_us", "Lateness p50 (us)", s->lateness.p50_us));
     add(r, metric_float("lateness_p99_us", "Lateness p99 (us)", s->lateness.p99_us));
     add(r, metric_float("lateness_max_us", "Lateness max (us)", s->lateness.max_us));

@@ -14,7 +14,8 @@
  * count", "<short> mean", "<short> p50", "<short> p99", values rounded to 3
  * places; short = last dotted component, or "X.enter"/"X.exit" for
  * "...X.__enter__"/"...X.__exit__"), and our Pacing section (lateness
- * p50/p99/max in us, and the time scale).
+ * p50/p99/max in us, and the time scale; in virtual time a "Pace: virtual"
+ * row and lateness N/A).
  *
  * JSON (--format json): {"title": "Trace Replay Result", "metrics":
  * {"overall": {...}, "ops": {"<short>_count": ...}, "pacing": {...}}} with
@@ -28,6 +29,7 @@
 #ifndef LMC_REPLAY_REPORT_H
 #define LMC_REPLAY_REPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -47,6 +49,7 @@ typedef struct lmc_replay_summary {
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;
     double time_scale;
+    bool virtual_pace; /* --pace virtual: lateness does not apply */
     lmc_lateness_stats lateness;
     const lmc_op_stats *ops; /* sorted by qualname */
     size_t n_ops;

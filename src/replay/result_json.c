@@ -223,7 +223,8 @@ lmc_json *lmc_replay_result_json(const lmc_replay_summary *s)
     set(&b, root, "duration_s", lmc_json_float(s->duration_s));
     set(&b, root, "outcomes", outcomes_json(&b, s));
     set(&b, root, "ops", ops_json(&b, s));
-    set(&b, root, "lateness", lateness_json(&b, s));
+    /* Virtual time waits for nothing: no lateness to report (null). */
+    set(&b, root, "lateness", s->virtual_pace ? lmc_json_null() : lateness_json(&b, s));
     set(&b, root, "outcome_digest", str_or_null(s->outcome_digest));
     set(&b, root, "outputs", outputs_json(&b, s));
     if (s->repeat != NULL)

@@ -149,7 +149,7 @@ lmc_status lmc_l1_manager_create(const lmc_l1_manager_config *cfg, lmc_l1_manage
     pthread_mutex_init(&l1->mu, NULL);
     lmc_pool_init(&l1->objects, sizeof(l1_object), 1024);
     l1->base = lmc_l1_memory_base(l1->mem);
-    l1->clock = cfg->clock.now_ms ? cfg->clock : lmc_clock_monotonic();
+    l1->clock = cfg->clock.now_ns ? cfg->clock : lmc_clock_monotonic();
     l1->write_ttl_s = cfg->write_ttl_seconds;
     l1->read_ttl_s = cfg->read_ttl_seconds;
     *out = l1;

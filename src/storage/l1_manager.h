@@ -61,7 +61,7 @@ typedef struct lmc_l1_manager_config {
     lmc_l1_memory_config memory;
     uint64_t write_ttl_seconds; /* default 600 */
     uint64_t read_ttl_seconds;  /* default 300 */
-    lmc_clock clock;            /* now_ms == NULL: the monotonic clock */
+    lmc_clock clock;            /* now_ns == NULL: the monotonic clock */
 } lmc_l1_manager_config;
 
 lmc_status lmc_l1_manager_create(const lmc_l1_manager_config *cfg, lmc_l1_manager **out,

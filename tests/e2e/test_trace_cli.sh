@@ -97,6 +97,28 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 [ $rc = 0 ] && [ "$elapsed_ms" -ge 190 ]
 expect "--time-scale 4 stretches the 50 ms gap to >= 200 ms (took ${elapsed_ms} ms)" $?
 
+# --pace virtual: the recorded schedule in virtual time, no waiting, lateness N/A.
+mkdir -p "$T/rv"
+start=$(date +%s%N)
+(cd "$T/rv" && "$LMCACHE" trace replay "$T/cycle.lct" $SM --pace virtual --time-scale 1000 --json \
+    > out.txt 2> err.txt); rc=$?
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+expect "--pace virtual replays the cycle and exits 0" $rc
+[ "$elapsed_ms" -lt 5000 ]
+expect "--pace virtual does not wait out a 130 s schedule at --time-scale 1000 (took ${elapsed_ms} ms)" $?
+grep -q "Records failed:  *0$" "$T/rv/out.txt" && grep -q "^Pace:  *virtual$" "$T/rv/out.txt" &&
+    grep -q "^Lateness p99 (us):  *N/A$" "$T/rv/out.txt"
+expect "the virtual replay's table says Pace virtual and lateness N/A" $?
+grep -q '"lateness": null' "$T/rv/trace_replay_summary.json"
+expect "the virtual replay's summary JSON has lateness null" $?
+out=$("$LMCACHE" trace replay "$T/cycle.lct" $SM --pace realtime -q --no-csv --output-dir "$T/rr" 2>&1); rc=$?
+expect "--pace realtime is the default's name and exits 0" $rc
+err=$("$LMCACHE" trace replay "$T/store.lct" $SM --pace warp 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "--pace: unknown pace 'warp' (expected realtime or virtual)"
+expect "--pace warp exits 2 naming the choices" $?
+"$LMCACHE" trace replay --help | grep -q -- "--pace P  *realtime|virtual"
+expect "replay --help lists --pace and its choices" $?
+
 err=$("$LMCACHE" trace replay "$T/store.lct" --eviction-policy LRU 2>&1 >/dev/null); rc=$?
 [ $rc = 2 ] && echo "$err" | grep -q -- "--l1-size-gb"
 expect "replay without --l1-size-gb exits 2 naming it" $?

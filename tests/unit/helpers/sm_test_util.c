@@ -22,6 +22,12 @@
 
 lmc_storage_manager *sm_test_create_argv(int argc, char **argv)
 {
+    return sm_test_create_argv_ex(argc, argv, NULL);
+}
+
+lmc_storage_manager *sm_test_create_argv_ex(int argc, char **argv,
+                                            const lmc_sm_runtime_options *opt)
+{
     lmc_sm_config cfg;
     lmc_error err;
     lmc_sm_config_init(&cfg);
@@ -30,7 +36,7 @@ lmc_storage_manager *sm_test_create_argv(int argc, char **argv)
         fail();
     }
     lmc_storage_manager *sm = NULL;
-    if (lmc_sm_create(&cfg, &sm, &err) != LMC_OK) {
+    if (lmc_sm_create_ex(&cfg, opt, &sm, &err) != LMC_OK) {
         print_error("create: %s\n", err.msg);
         fail();
     }
@@ -58,9 +64,9 @@ void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base)
         uint8_t h[32] = {0};
         uint64_t v = base + i;
         memcpy(h, &v, sizeof(v));
-        assert_int_equal(lmc_object_key_make(&keys[i], h, sizeof(h), "test/model", 0x01000100,
-                                             0, "", NULL),
-                         LMC_OK);
+        assert_int_equal(
+            lmc_object_key_make(&keys[i], h, sizeof(h), "test/model", 0x01000100, 0, "", NULL),
+            LMC_OK);
     }
 }
 
@@ -99,8 +105,7 @@ size_t sm_test_store(lmc_storage_manager *sm, const lmc_object_key *keys, size_t
     return ok;
 }
 
-void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h,
-                           lmc_bitmap *out)
+void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h, lmc_bitmap *out)
 {
     uint64_t deadline = lmc_mono_ms() + 5000;
     while (lmc_sm_query_prefetch_status(sm, h, out) != LMC_OK) {
