@@ -161,7 +161,8 @@ static bool virtual_run_until(lmc_replay_pacer *p, bool (*done)(void *ud), void 
          * are left, and they finish no prefetch: stop rather than run them
          * for ever.
          */
-        if (lmc_sm_wait_idle(p->sm, 0) || !virtual_step(p, UINT64_MAX) || lmc_mono_ns() >= deadline)
+        if (lmc_sm_wait_idle(p->sm, 0) || !virtual_step(p, UINT64_MAX) ||
+            lmc_mono_ns() >= deadline)
             return done(ud);
     }
     return true;

@@ -49,7 +49,7 @@ typedef struct lmc_replay_summary {
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;
     double time_scale;
-    bool virtual_pace; /* --pace virtual: lateness does not apply */
+    bool virtual_pace;            /* --pace virtual: lateness does not apply */
     lmc_lateness_stats lateness;
     const lmc_op_stats *ops; /* sorted by qualname */
     size_t n_ops;
