@@ -19,23 +19,17 @@
  *                              started here and killed at the end (a note
  *                              instead when redis-server is not installed).
  */
-#include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
 #include "core/json.h"
-#include "core/net.h"
 #include "l2/adapter.h"
+#include "l2/redis_local.h"
 #include "lmcache/storage_manager.h"
 #include "storage/config.h"
 
@@ -185,8 +179,8 @@ static void *cycle_worker(void *arg)
         lmc_sm_finish_write(w->sm, keys, NKEYS, errs);
         lmc_prefetch_handle h;
         lmc_bitmap bm;
-        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX,
-                                    &h, NULL);
+        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX, &h,
+                                    NULL);
         if (lmc_sm_query_prefetch_status(w->sm, &h, &bm) == LMC_OK)
             lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);
@@ -224,76 +218,6 @@ static double bench_cycles_2threads(lmc_storage_manager *sm, double seconds)
 #define RESP_OBJ (256u * 1024u)
 #define RESP_KEYS 64u
 #define RESP_TASKS 4u
-
-static redisContext *redis_connect(int port)
-{
-    struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c != NULL && c->err != 0) {
-        redisFree(c);
-        return NULL;
-    }
-    if (c != NULL)
-        redisSetTimeout(c, tv);
-    return c;
-}
-
-static bool redis_cmd_ok(int port, const char *cmd)
-{
-    redisContext *c = redis_connect(port);
-    if (c == NULL)
-        return false;
-    redisReply *r = redisCommand(c, cmd);
-    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
-
-/* A redis-server child that dies with us (PR_SET_PDEATHSIG); -1 when it does not answer. */
-static pid_t start_redis(int *port)
-{
-    if (lmc_net_free_loopback_port(port, NULL) != LMC_OK)
-        return -1;
-    char port_s[16];
-    snprintf(port_s, sizeof(port_s), "%d", *port);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-            dup2(null, 2);
-            close(null);
-        }
-        execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1", "--save",
-               "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-               (char *)NULL);
-        _exit(127);
-    }
-    if (pid < 0)
-        return -1;
-    for (int waited = 0; waited < 5000; waited += 20) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1; /* exited: not installed, or the port was taken */
-        if (redis_cmd_ok(*port, "PING"))
-            return pid;
-        lmc_sleep_ns(20 * 1000 * 1000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
-static void stop_redis(pid_t pid)
-{
-    if (pid <= 0)
-        return;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-}
 
 /* Submit RESP_TASKS store (or load) tasks of nk keys each and wait for all; GB/s, or -1. */
 static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *keys,
@@ -344,9 +268,8 @@ static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *key
 
 static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v)
 {
-    int port;
-    pid_t pid = start_redis(&port);
-    if (pid < 0) {
+    lmc_redis_server srv;
+    if (lmc_redis_server_start(0, NULL, NULL, &srv, NULL) != LMC_OK) {
         const char *why = "redis-server not installed or did not start (scripts/install-deps "
                           "installs it)";
         lmc_bench_note(ctx, "resp_store_gbps", why);
@@ -363,8 +286,8 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
     uint8_t *src_buf = malloc(RESP_OBJ * nk); /* shared by the tasks: only keys differ */
     uint8_t *dst_buf = malloc((size_t)RESP_OBJ * nobj);
     char json[128];
-    snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}", port,
-             RESP_TASKS);
+    snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}",
+             srv.port, RESP_TASKS);
     lmc_json *cfg = NULL;
     lmc_l2_adapter *a = NULL;
     lmc_error err;
@@ -384,7 +307,8 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
     }
     /* One untimed round first (connections warm, Redis's allocator grown). */
     for (int r = -1; r < ctx->repeats; r++) {
-        redis_cmd_ok(port, "FLUSHALL"); /* SET NX of a present key would write nothing */
+        lmc_redis_command_ok(srv.port,
+                             "FLUSHALL"); /* SET NX of a present key would write nothing */
         double s = resp_round(a, false, keys, src, nk);
         double l = resp_round(a, true, keys, dst, nk);
         if (r >= 0) {
@@ -403,7 +327,7 @@ out:
     free(dst);
     free(src_buf);
     free(dst_buf);
-    stop_redis(pid);
+    lmc_redis_server_stop(&srv);
 }
 
 int lmc_bench_group_sm(const lmc_bench_ctx *ctx)
