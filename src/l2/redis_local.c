@@ -121,7 +121,19 @@ redisReply *lmc_redis_command(int port, const char *fmt, ...)
 
 bool lmc_redis_command_ok(int port, const char *cmd)
 {
-    redisReply *r = lmc_redis_command(port, "%s", cmd);
+    /* Split on spaces into arguments (a format would make the whole line one argument). */
+    char buf[512];
+    const char *argv[32];
+    int argc = 0;
+    snprintf(buf, sizeof(buf), "%s", cmd);
+    for (char *save = NULL, *w = strtok_r(buf, " ", &save); w != NULL && argc < 32;
+         w = strtok_r(NULL, " ", &save))
+        argv[argc++] = w;
+    redisContext *c = argc > 0 ? lmc_redis_connect(port) : NULL;
+    if (c == NULL)
+        return false;
+    redisReply *r = redisCommandArgv(c, argc, argv, NULL);
+    redisFree(c);
     bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
     if (r != NULL)
         freeReplyObject(r);

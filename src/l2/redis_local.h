@@ -51,7 +51,8 @@ redisContext *lmc_redis_connect(int port);
 /* One command (printf-style, as redisCommand) on a fresh connection: the reply (caller frees
  * with freeReplyObject) or NULL when the server does not answer. */
 redisReply *lmc_redis_command(int port, const char *fmt, ...);
-/* True when cmd (no arguments to format) gets a status reply (OK, PONG). */
+/* True when cmd (words separated by spaces, e.g. "CLUSTER SETSLOT 7 STABLE") gets a status
+ * reply (OK, PONG). */
 bool lmc_redis_command_ok(int port, const char *cmd);
 
 /*

@@ -114,7 +114,7 @@ static unsigned key_slot(const lmc_object_key *key)
 }
 
 /* Poll is_healthy until it equals want, up to ms. */
-__attribute__((unused)) static bool wait_healthy(lmc_l2_adapter *a, bool want, uint64_t ms)
+static bool wait_healthy(lmc_l2_adapter *a, bool want, uint64_t ms)
 {
     uint64_t deadline = lmc_mono_ms() + ms;
     while (lmc_l2_adapter_is_healthy(a) != want) {
@@ -178,7 +178,7 @@ static bool all_ones(const char *bits)
 }
 
 /* The index of the node serving key's slot now. */
-__attribute__((unused)) static size_t owner_of(const lmc_object_key *key)
+static size_t owner_of(const lmc_object_key *key)
 {
     int owner = redis_test_cluster_slot_owner(g_cl, key_slot(key));
     assert_true(owner >= 0);
@@ -367,6 +367,479 @@ static void test_resp_cluster_is_found_by_info_cluster(void **state)
     free_objects(&o);
 }
 
+/* ------------------------------------------------------------------ */
+/* Redirects                                                            */
+/* ------------------------------------------------------------------ */
+
+/* A command on node i that must answer OK. */
+static void node_ok(const lmc_redis_cluster *c, size_t i, const char *fmt, ...)
+{
+    char cmd[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof(cmd), fmt, ap);
+    va_end(ap);
+    if (!lmc_redis_command_ok(lmc_redis_cluster_port(c, i), cmd))
+        fail_msg("node %zu did not answer OK to %s", i, cmd);
+}
+
+static void test_resp_cluster_follows_ask_and_moved(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"connections\": 1");
+    assert_non_null(a);
+    /* A hash tag in the model name puts every key of these objects in one slot. */
+    objects o = make_objects("{lmc}m", 3, 4 * KB, 70);
+    unsigned slot = key_slot(&o.keys[0]);
+    assert_int_equal(key_slot(&o.keys[1]), slot);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, 1), 4 * KB);
+    size_t from = owner_of(&o.keys[0]), to = (from + 1) % MASTERS, third = (from + 2) % MASTERS;
+    char id_from[41], id_to[41], id_third[41], rk0[600], rk1[600];
+    assert_true(redis_test_cluster_id(g_cl, from, id_from));
+    assert_true(redis_test_cluster_id(g_cl, to, id_to));
+    assert_true(redis_test_cluster_id(g_cl, third, id_third));
+    redis_key(&o.keys[0], rk0, sizeof(rk0));
+    redis_key(&o.keys[1], rk1, sizeof(rk1));
+
+    /* Migrate by hand: the slot is migrating, and keys[0] has moved already. */
+    node_ok(g_cl, to, "CLUSTER SETSLOT %u IMPORTING %s", slot, id_from);
+    node_ok(g_cl, from, "CLUSTER SETSLOT %u MIGRATING %s", slot, id_to);
+    redisReply *r =
+        lmc_redis_command(lmc_redis_cluster_port(g_cl, from), "MIGRATE 127.0.0.1 %d %s 0 5000",
+                          lmc_redis_cluster_port(g_cl, to), rk0);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+
+    /* The source answers ASK for what it lacks: loaded, and stored, on the target. */
+    char bits[4];
+    l2_load_sync(a, o.keys, o.dst, 1, bits);
+    assert_string_equal(bits, "1");
+    assert_memory_equal(o.dst_buf, o.src_buf, o.size);
+    assert_int_equal(l2_store_sync(a, &o.keys[1], &o.src[1], 1), 4 * KB);
+    assert_true(l2_status_int(a, NULL, "redirects_ask") >= 2);
+    assert_int_equal(l2_status_int(a, NULL, "redirects_moved"), 0);
+
+    /* The slot now belongs to the target: one MOVED, the map follows, no more redirects. */
+    node_ok(g_cl, to, "CLUSTER SETSLOT %u NODE %s", slot, id_to);
+    node_ok(g_cl, from, "CLUSTER SETSLOT %u NODE %s", slot, id_to);
+    node_ok(g_cl, third, "CLUSTER SETSLOT %u NODE %s", slot, id_to);
+    /* Both keys are on the target (an importing node answers only after ASKING). */
+    assert_int_equal(redis_test_strlen_at(lmc_redis_cluster_port(g_cl, to), rk0), 4 * KB);
+    assert_int_equal(redis_test_strlen_at(lmc_redis_cluster_port(g_cl, to), rk1), 4 * KB);
+    l2_lookup_sync(a, o.keys, 2, bits);
+    assert_string_equal(bits, "11");
+    lmc_l2_adapter_submit_unlock(a, o.keys, 2);
+    int64_t moved = l2_status_int(a, NULL, "redirects_moved");
+    assert_true(moved >= 1);
+    l2_lookup_sync(a, o.keys, 2, bits);
+    assert_string_equal(bits, "11");
+    lmc_l2_adapter_submit_unlock(a, o.keys, 2);
+    assert_int_equal(l2_status_int(a, NULL, "redirects_moved"), moved);
+
+    /* A redirect loop (an ASK to a node that does not import) ends after 5 redirects. */
+    node_ok(g_cl, to, "CLUSTER SETSLOT %u MIGRATING %s", slot, id_third);
+    uint64_t t0 = lmc_mono_ms();
+    assert_int_equal(l2_store_sync(a, &o.keys[2], &o.src[2], 1), -1);
+    assert_true(lmc_mono_ms() - t0 < 2000);
+    lmc_json *st = status_of(a);
+    const char *err = lmc_json_get_string(lmc_json_object_get(st, "last_error"), NULL);
+    assert_non_null(err);
+    assert_non_null(strstr(err, "5 redirects"));
+    lmc_json_free(st);
+    node_ok(g_cl, to, "CLUSTER SETSLOT %u STABLE", slot);
+    assert_int_equal(l2_store_sync(a, &o.keys[2], &o.src[2], 1), 4 * KB);
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+}
+
+/* ------------------------------------------------------------------ */
+/* Faults                                                               */
+/* ------------------------------------------------------------------ */
+
+static void test_resp_cluster_killed_master_fails_its_slots_only(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"timeout_ms\": 500");
+    assert_non_null(a);
+    enum { N = 30 };
+    objects o = make_objects("m", N, 8 * KB, 300);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 8 * KB);
+    const size_t victim = 0;
+    char expect[N + 1] = {0};
+    for (size_t i = 0; i < N; i++)
+        expect[i] = owner_of(&o.keys[i]) == victim ? '0' : '1';
+    assert_non_null(strchr(expect, '0'));
+    assert_non_null(strchr(expect, '1'));
+
+    lmc_redis_cluster_kill(g_cl, victim);
+    uint64_t t0 = lmc_mono_ms();
+    char bits[N + 1];
+    l2_lookup_sync(a, o.keys, N, bits);
+    assert_string_equal(bits, expect); /* its keys miss, the others are found */
+    lmc_l2_adapter_submit_unlock(a, o.keys, N);
+    load_all(a, &o, bits);
+    assert_string_equal(bits, expect);
+    for (size_t i = 0; i < N; i++) {
+        if (expect[i] == '1')
+            assert_memory_equal(o.dst[i].data, o.src[i].data, o.size);
+    }
+    /* A store touching the dead master fails; one that does not succeeds. */
+    objects fresh = make_objects("m", N, 1 * KB, 900);
+    lmc_object_key live[N], dead[N];
+    lmc_memory_obj live_o[N], dead_o[N];
+    size_t nl = 0, nd = 0;
+    for (size_t i = 0; i < N; i++) {
+        if (owner_of(&fresh.keys[i]) == victim) {
+            dead[nd] = fresh.keys[i];
+            dead_o[nd++] = fresh.src[i];
+        } else {
+            live[nl] = fresh.keys[i];
+            live_o[nl++] = fresh.src[i];
+        }
+    }
+    assert_true(nl > 0 && nd > 0);
+    assert_int_equal(l2_store_sync(a, live, live_o, nl), (int64_t)(nl * KB));
+    assert_int_equal(l2_store_sync(a, fresh.keys, fresh.src, N), -1);
+    assert_true(lmc_mono_ms() - t0 < 3000); /* nothing waited for the dead node */
+
+    /* The status names it. */
+    assert_false(lmc_l2_adapter_is_healthy(a));
+    lmc_json *st = status_of(a);
+    const lmc_json *bad = lmc_json_object_get(st, "unhealthy_nodes");
+    assert_int_equal(lmc_json_size(bad), 1);
+    char addr[32];
+    lmc_redis_cluster_addr(g_cl, victim, addr, sizeof(addr));
+    assert_string_equal(
+        lmc_json_get_string(lmc_json_object_get(lmc_json_array_at(bad, 0), "address"), NULL), addr);
+    assert_non_null(
+        lmc_json_get_string(lmc_json_object_get(lmc_json_array_at(bad, 0), "last_error"), NULL));
+    assert_true(lmc_json_get_bool(lmc_json_object_get(st, "connected")));
+    lmc_json_free(st);
+
+    /* It comes back (empty: no persistence); the adapter finds it by itself. */
+    lmc_error e;
+    assert_int_equal(lmc_redis_cluster_restart(g_cl, victim, &e), LMC_OK);
+    assert_true(lmc_redis_cluster_wait_ok(g_cl, 10000));
+    assert_true(wait_healthy(a, true, 10000));
+    assert_int_equal(l2_store_sync(a, dead, dead_o, nd), (int64_t)(nd * KB));
+    assert_true(l2_store_sync(a, o.keys, o.src, N) > 0); /* the dead master's share again */
+    load_all(a, &o, bits);
+    assert_true(all_ones(bits));
+    assert_memory_equal(o.dst_buf, o.src_buf, N * o.size);
+    free_objects(&fresh);
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+}
+
+static void test_resp_cluster_whole_outage_fails_fast_and_recovers(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < MASTERS; i++)
+        lmc_redis_cluster_kill(g_cl, i);
+    uint64_t t0 = lmc_mono_ms();
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"timeout_ms\": 500");
+    assert_non_null(a); /* not an error: it keeps trying */
+    assert_false(lmc_l2_adapter_is_healthy(a));
+    objects o = make_objects("m", 6, 1 * KB, 40);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, o.n), -1);
+    char bits[8];
+    l2_lookup_sync(a, o.keys, o.n, bits);
+    assert_string_equal(bits, "000000");
+    assert_true(lmc_mono_ms() - t0 < 1500);
+    assert_true(l2_status_int(a, NULL, "failed_tasks") >= 2);
+
+    lmc_error e;
+    for (size_t i = 0; i < MASTERS; i++)
+        assert_int_equal(lmc_redis_cluster_restart(g_cl, i, &e), LMC_OK);
+    assert_true(lmc_redis_cluster_wait_ok(g_cl, 10000));
+    assert_true(wait_healthy(a, true, 10000));
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, o.n), 6 * KB);
+    load_all(a, &o, bits);
+    assert_string_equal(bits, "111111");
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+}
+
+static void test_resp_cluster_resharding_while_in_use(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "");
+    assert_non_null(a);
+    enum { BATCH = 16, ROUNDS = 64 };
+    objects o = make_objects("m", BATCH * ROUNDS, 16 * KB, 5000);
+    bool stored[ROUNDS] = {false};
+    /* Some keys first, so that the resharding has keys to migrate. */
+    for (size_t b = 0; b < 8; b++)
+        stored[b] = l2_store_sync(a, &o.keys[b * BATCH], &o.src[b * BATCH], BATCH) >= 0;
+
+    char id_from[41], id_to[41], from_addr[32], slots[16], log[128];
+    assert_true(redis_test_cluster_id(g_cl, 0, id_from));
+    assert_true(redis_test_cluster_id(g_cl, 1, id_to));
+    lmc_redis_cluster_addr(g_cl, 0, from_addr, sizeof(from_addr));
+    snprintf(slots, sizeof(slots), "%d", 1500);
+    snprintf(log, sizeof(log), "%s/reshard.log", lmc_redis_cluster_dir(g_cl));
+    const char *argv[] = {"redis-cli",
+                          "--cluster",
+                          "reshard",
+                          from_addr,
+                          "--cluster-from",
+                          id_from,
+                          "--cluster-to",
+                          id_to,
+                          "--cluster-slots",
+                          slots,
+                          "--cluster-yes",
+                          "--cluster-pipeline",
+                          "4",
+                          NULL};
+    pid_t pid = lmc_redis_spawn(argv, log);
+    assert_true(pid > 0);
+    int rc = -2;
+    size_t failed = 0, rounds = 8;
+    char bits[BATCH + 1];
+    uint64_t deadline = lmc_mono_ms() + 30000;
+    while (rounds < ROUNDS && lmc_mono_ms() < deadline) {
+        size_t b = rounds++;
+        stored[b] = l2_store_sync(a, &o.keys[b * BATCH], &o.src[b * BATCH], BATCH) >= 0;
+        failed += !stored[b];
+        size_t back = b / 2; /* read an earlier batch while the slots move */
+        l2_load_sync(a, &o.keys[back * BATCH], &o.dst[back * BATCH], BATCH, bits);
+        int status;
+        if (rc == -2 && waitpid(pid, &status, WNOHANG) == pid) {
+            rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+            if (rounds >= 24)
+                break;
+        }
+    }
+    if (rc == -2)
+        rc = lmc_redis_wait(pid, 20000);
+    assert_int_equal(rc, 0);
+    assert_true(lmc_redis_cluster_wait_ok(g_cl, 10000));
+
+    /* Every key stored ends up readable, wherever its slot went. */
+    for (size_t b = 0; b < rounds; b++) {
+        if (!stored[b])
+            continue;
+        memset(o.dst_buf + b * BATCH * o.size, 0, BATCH * o.size);
+        l2_load_sync(a, &o.keys[b * BATCH], &o.dst[b * BATCH], BATCH, bits);
+        assert_true(all_ones(bits));
+        assert_memory_equal(o.dst_buf + b * BATCH * o.size, o.src_buf + b * BATCH * o.size,
+                            BATCH * o.size);
+    }
+    assert_true(failed < rounds / 2);
+    assert_true(redis_test_cluster_slot_owner(g_cl, 0) == 1); /* the first slots moved */
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+}
+
+/* The node that replicates master m, or -1. */
+static int replica_of(const lmc_redis_cluster *c, size_t m)
+{
+    for (size_t i = 0; i < lmc_redis_cluster_size(c); i++) {
+        redisReply *r = lmc_redis_command(lmc_redis_cluster_port(c, i), "ROLE");
+        bool match = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+                     strcmp(r->element[0]->str, "slave") == 0 &&
+                     r->element[2]->integer == lmc_redis_cluster_port(c, m);
+        if (r != NULL)
+            freeReplyObject(r);
+        if (match)
+            return (int)i;
+    }
+    return -1;
+}
+
+static void test_resp_cluster_failover_to_a_replica(void **state)
+{
+    (void)state;
+    char err[512];
+    lmc_redis_cluster *c = redis_test_cluster_start(MASTERS, 1, err, sizeof(err));
+    if (c == NULL)
+        fail_msg("cannot start a cluster with replicas: %s", err);
+    lmc_l2_adapter *a = cluster_adapter(c, "\"timeout_ms\": 500");
+    assert_non_null(a);
+    enum { N = 24 };
+    objects o = make_objects("m", N, 4 * KB, 7000);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 4 * KB);
+
+    /* The master of keys[0], and its replica once it holds every key the master has. */
+    int m = -1;
+    char rk[600];
+    redis_key(&o.keys[0], rk, sizeof(rk));
+    for (size_t i = 0; i < lmc_redis_cluster_size(c) && m < 0; i++) {
+        if (lmc_redis_cluster_is_master(c, i) &&
+            redis_test_strlen_at(lmc_redis_cluster_port(c, i), rk) == 4 * KB)
+            m = (int)i;
+    }
+    assert_true(m >= 0);
+    int rep = replica_of(c, (size_t)m);
+    assert_true(rep >= 0);
+    uint64_t deadline = lmc_mono_ms() + 5000;
+    while (redis_test_cluster_dbsize(c, (size_t)rep) != redis_test_cluster_dbsize(c, (size_t)m) &&
+           lmc_mono_ms() < deadline)
+        lmc_sleep_ns(10 * 1000 * 1000);
+
+    lmc_redis_cluster_kill(c, (size_t)m);
+    char bits[N + 1];
+    l2_lookup_sync(a, o.keys, 1, bits);
+    assert_string_equal(bits, "0"); /* its master is gone: a miss, at once */
+
+    /* The replica takes over (node timeout 1 s); the adapter's map follows. */
+    deadline = lmc_mono_ms() + 20000;
+    while (!lmc_redis_cluster_is_master(c, (size_t)rep) && lmc_mono_ms() < deadline)
+        lmc_sleep_ns(50 * 1000 * 1000);
+    assert_true(lmc_redis_cluster_is_master(c, (size_t)rep));
+    assert_true(wait_healthy(a, true, 10000));
+    load_all(a, &o, bits);
+    assert_true(all_ones(bits)); /* the replica had them all */
+    assert_memory_equal(o.dst_buf, o.src_buf, N * o.size);
+    objects fresh = make_objects("m", N, 2 * KB, 8000);
+    assert_int_equal(l2_store_sync(a, fresh.keys, fresh.src, N), N * 2 * KB);
+    load_all(a, &fresh, bits);
+    assert_true(all_ones(bits));
+    free_objects(&fresh);
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+    redis_test_cluster_stop(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Usage and eviction across nodes                                      */
+/* ------------------------------------------------------------------ */
+
+static void test_resp_cluster_capacity_eviction_across_nodes(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"max_capacity_gb\": 0.0001, "
+                                              "\"eviction\": {\"eviction_policy\": \"LRU\"}");
+    lmc_l2_adapter *other = cluster_adapter(g_cl, "");
+    assert_non_null(a);
+    assert_non_null(other);
+    enum { N = 12 };
+    objects o = make_objects("m", N + 1, 2 * KB, 600);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 2 * KB);
+    assert_int_equal(l2_store_sync(other, &o.keys[N], &o.src[N], 1), 2 * KB); /* not ours */
+    assert_int_equal(l2_status_int(a, NULL, "tracked_keys"), N);
+
+    /* Victims on every master, and one key another writer owns. */
+    lmc_object_key victims[N / 2 + 1];
+    bool on[MASTERS] = {false};
+    for (size_t i = 0; i < N / 2; i++) {
+        victims[i] = o.keys[i];
+        on[owner_of(&o.keys[i])] = true;
+    }
+    victims[N / 2] = o.keys[N];
+    assert_true(on[0] && on[1] && on[2]);
+    lmc_l2_adapter_delete(a, victims, N / 2 + 1);
+    assert_int_equal(lmc_l2_adapter_get_usage(a).bytes_used, (N - N / 2) * 2 * KB);
+    for (size_t i = 0; i <= N; i++) {
+        char rk[600];
+        redis_key(&o.keys[i], rk, sizeof(rk));
+        assert_int_equal(redis_test_cluster_strlen(g_cl, rk), i < N / 2 ? -1 : (long long)(2 * KB));
+    }
+    /* Per-node usage still sums to the adapter's. */
+    lmc_json *st = status_of(a);
+    const lmc_json *nodes = lmc_json_object_get(st, "nodes");
+    int64_t bytes = 0;
+    for (size_t i = 0; i < lmc_json_size(nodes); i++)
+        bytes += lmc_json_get_int(lmc_json_object_get(lmc_json_array_at(nodes, i), "bytes_used"));
+    assert_int_equal(bytes, (N - N / 2) * 2 * KB);
+    lmc_json_free(st);
+    free_objects(&o);
+    lmc_l2_adapter_destroy(other);
+    lmc_l2_adapter_destroy(a);
+}
+
+static lmc_storage_manager *sm_on(char *json)
+{
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    return sm_test_create_argv(7, argv);
+}
+
+static long long cluster_keys(const lmc_redis_cluster *c, long long *per_node)
+{
+    long long total = 0;
+    for (size_t i = 0; i < MASTERS; i++) {
+        per_node[i] = redis_test_cluster_dbsize(c, i);
+        total += per_node[i];
+    }
+    return total;
+}
+
+static void test_resp_cluster_l2_eviction_controller_evicts_over_all_nodes(void **state)
+{
+    (void)state;
+    char nodes[512], json[1024];
+    nodes_json(g_cl, nodes, sizeof(nodes));
+    /* 16 objects of 16 KiB against ~160 KiB: the watermark (0.5) is crossed. */
+    snprintf(json, sizeof(json),
+             "{\"type\": \"resp\", \"cluster\": true, %s, \"max_capacity_gb\": 0.00015, "
+             "\"eviction\": {\"eviction_policy\": \"LRU\", \"trigger_watermark\": 0.5, "
+             "\"eviction_ratio\": 0.5}}",
+             nodes);
+    lmc_storage_manager *sm = sm_on(json);
+    enum { N = 16 };
+    lmc_object_key k[N];
+    sm_test_keys(k, N, 4200);
+    lmc_layout_desc lay = sm_test_layout(16 * KB);
+    assert_int_equal(sm_test_store(sm, k, N, &lay), N);
+    assert_true(lmc_sm_wait_idle(sm, 5000));
+    long long before[MASTERS], after[MASTERS];
+    long long total = cluster_keys(g_cl, before);
+    assert_true(total > 0);
+    /* The eviction loop runs every second: wait a few periods for its victims. */
+    uint64_t deadline = lmc_mono_ms() + 8000;
+    while (cluster_keys(g_cl, after) >= total && lmc_mono_ms() < deadline)
+        lmc_sleep_ns(100 * 1000 * 1000);
+    assert_true(cluster_keys(g_cl, after) < total);
+    size_t shrunk = 0;
+    for (size_t i = 0; i < MASTERS; i++)
+        shrunk += after[i] < before[i];
+    assert_true(shrunk >= 2); /* one policy over every node's keys, not per node */
+    lmc_sm_destroy(sm);
+}
+
+static void test_resp_cluster_two_storage_managers_share_it(void **state)
+{
+    (void)state;
+    char nodes[512], json[600];
+    nodes_json(g_cl, nodes, sizeof(nodes));
+    snprintf(json, sizeof(json), "{\"type\":\"resp\",\"cluster\":true,%s}", nodes);
+    lmc_storage_manager *writer = sm_on(json);
+    lmc_storage_manager *reader = sm_on(json);
+    enum { N = 12 };
+    lmc_object_key k[N];
+    sm_test_keys(k, N, 900);
+    lmc_layout_desc lay = sm_test_layout(16 * KB);
+    assert_int_equal(sm_test_store(writer, k, N, &lay), N);
+    assert_true(lmc_sm_wait_idle(writer, 5000));
+    long long per_node[MASTERS];
+    assert_int_equal(cluster_keys(g_cl, per_node), N);
+
+    lmc_prefetch_handle h;
+    assert_int_equal(
+        lmc_sm_submit_prefetch_task(reader, k, N, &lay, 0, "rd", LMC_TRIM_PREFIX, &h, NULL),
+        LMC_OK);
+    assert_true(h.prefetch_request_id >= 0);
+    lmc_bitmap bm;
+    sm_test_wait_prefetch(reader, &h, &bm);
+    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
+    lmc_bitmap_free(&bm);
+    lmc_sm_read_ctx ctx;
+    lmc_sm_read_prefetched_enter(reader, k, N, &ctx);
+    assert_true(ctx.ok);
+    for (size_t i = 0; i < N; i++) {
+        for (uint64_t b = 0; b < ctx.objs[i].size; b += 331)
+            assert_int_equal(ctx.objs[i].data[b], sm_test_pattern(&k[i], b));
+    }
+    lmc_sm_read_prefetched_exit(reader, &ctx, false);
+    lmc_sm_finish_read_prefetched(reader, k, N, 0, NULL);
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_destroy(reader);
+    lmc_sm_destroy(writer);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -374,6 +847,15 @@ int main(void)
         cmocka_unit_test_setup(test_resp_cluster_key_slots_match_the_server, setup),
         cmocka_unit_test_setup(test_resp_cluster_objects_spread_over_every_master, setup),
         cmocka_unit_test_setup(test_resp_cluster_is_found_by_info_cluster, setup),
+        cmocka_unit_test_setup(test_resp_cluster_follows_ask_and_moved, setup),
+        cmocka_unit_test_setup(test_resp_cluster_killed_master_fails_its_slots_only, setup),
+        cmocka_unit_test_setup(test_resp_cluster_whole_outage_fails_fast_and_recovers, setup),
+        cmocka_unit_test_setup(test_resp_cluster_capacity_eviction_across_nodes, setup),
+        cmocka_unit_test_setup(test_resp_cluster_l2_eviction_controller_evicts_over_all_nodes,
+                               setup),
+        cmocka_unit_test_setup(test_resp_cluster_two_storage_managers_share_it, setup),
+        cmocka_unit_test_setup(test_resp_cluster_resharding_while_in_use, setup),
+        cmocka_unit_test(test_resp_cluster_failover_to_a_replica),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/crc16.h"
+#include "l2/resp_cluster.h"
 
 #define MAX_CLUSTERS 4
 
@@ -67,8 +67,7 @@ bool redis_test_flushall(void)
     return lmc_redis_command_ok(g_port, "FLUSHALL");
 }
 
-/* EXISTS, then STRLEN, of key on port. */
-static long long strlen_on(int port, const char *key)
+long long redis_test_strlen_at(int port, const char *key)
 {
     redisContext *c = lmc_redis_connect(port);
     if (c == NULL)
@@ -89,7 +88,7 @@ static long long strlen_on(int port, const char *key)
 
 long long redis_test_strlen(const char *key)
 {
-    return strlen_on(g_port, key);
+    return redis_test_strlen_at(g_port, key);
 }
 
 /* ------------------------------------------------------------------ */
@@ -176,7 +175,6 @@ long long redis_test_cluster_dbsize(const lmc_redis_cluster *c, size_t i)
 
 long long redis_test_cluster_strlen(const lmc_redis_cluster *c, const char *key)
 {
-    /* No hash tags in the test keys: the slot is the CRC of the whole name. */
-    int owner = redis_test_cluster_slot_owner(c, lmc_crc16_xmodem(key, strlen(key)) & 16383u);
-    return owner < 0 ? -1 : strlen_on(lmc_redis_cluster_port(c, owner), key);
+    int owner = redis_test_cluster_slot_owner(c, lmc_resp_key_slot(key, strlen(key)));
+    return owner < 0 ? -1 : redis_test_strlen_at(lmc_redis_cluster_port(c, owner), key);
 }

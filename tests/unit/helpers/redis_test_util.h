@@ -34,6 +34,8 @@ void redis_test_pause(bool paused);
 bool redis_test_flushall(void);
 /* The length of key's value (-1 when absent or the server does not answer). */
 long long redis_test_strlen(const char *key);
+/* The same on the server at 127.0.0.1:port (a cluster node: only the keys it holds). */
+long long redis_test_strlen_at(int port, const char *key);
 
 /*
  * A cluster of masters * (1 + replicas) nodes for the test (node timeout
