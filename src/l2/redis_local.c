@@ -59,6 +59,9 @@ pid_t lmc_redis_spawn(const char *const *argv, const char *log)
         return pid < 0 ? -1 : pid;
     /* Child: die with the thread that started us; output to the log, never to the test's. */
     prctl(PR_SET_PDEATHSIG, SIGKILL);
+    sigset_t none; /* a mask survives exec: do not pass on the caller's blocked signals */
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
     int in = open("/dev/null", O_RDONLY);
     int out = log != NULL ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600) : -1;
     if (out < 0)
