@@ -532,6 +532,45 @@ static void test_resp_cluster_killed_master_fails_its_slots_only(void **state)
     lmc_l2_adapter_destroy(a);
 }
 
+static void test_resp_cluster_stalled_master_costs_one_timeout(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"timeout_ms\": 300, \"connections\": 1");
+    assert_non_null(a);
+    enum { N = 24 };
+    objects o = make_objects("m", N, 2 * KB, 1300);
+    assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 2 * KB);
+    const size_t victim = 2;
+    char expect[N + 1] = {0};
+    for (size_t i = 0; i < N; i++)
+        expect[i] = owner_of(&o.keys[i]) == victim ? '0' : '1';
+
+    /* It keeps its sockets but answers nothing: the first task finds out in one timeout. */
+    lmc_redis_cluster_pause(g_cl, victim, true);
+    char bits[N + 1];
+    uint64_t t0 = lmc_mono_ms();
+    l2_lookup_sync(a, o.keys, N, bits);
+    uint64_t first = lmc_mono_ms() - t0;
+    assert_string_equal(bits, expect);
+    lmc_l2_adapter_submit_unlock(a, o.keys, N);
+    assert_true(first < 2000);
+    /* The next ones do not wait for it at all. */
+    t0 = lmc_mono_ms();
+    l2_lookup_sync(a, o.keys, N, bits);
+    assert_string_equal(bits, expect);
+    lmc_l2_adapter_submit_unlock(a, o.keys, N);
+    assert_true(lmc_mono_ms() - t0 < 300);
+    assert_int_equal(l2_status_int(a, NULL, "slots_served") < 16384, 1);
+
+    lmc_redis_cluster_pause(g_cl, victim, false);
+    assert_true(wait_healthy(a, true, 10000));
+    l2_lookup_sync(a, o.keys, N, bits);
+    assert_true(all_ones(bits));
+    lmc_l2_adapter_submit_unlock(a, o.keys, N);
+    free_objects(&o);
+    lmc_l2_adapter_destroy(a);
+}
+
 static void test_resp_cluster_whole_outage_fails_fast_and_recovers(void **state)
 {
     (void)state;
@@ -849,6 +888,7 @@ int main(void)
         cmocka_unit_test_setup(test_resp_cluster_is_found_by_info_cluster, setup),
         cmocka_unit_test_setup(test_resp_cluster_follows_ask_and_moved, setup),
         cmocka_unit_test_setup(test_resp_cluster_killed_master_fails_its_slots_only, setup),
+        cmocka_unit_test_setup(test_resp_cluster_stalled_master_costs_one_timeout, setup),
         cmocka_unit_test_setup(test_resp_cluster_whole_outage_fails_fast_and_recovers, setup),
         cmocka_unit_test_setup(test_resp_cluster_capacity_eviction_across_nodes, setup),
         cmocka_unit_test_setup(test_resp_cluster_l2_eviction_controller_evicts_over_all_nodes,
