@@ -184,8 +184,8 @@ static void *cycle_worker(void *arg)
         lmc_sm_finish_write(w->sm, keys, NKEYS, errs);
         lmc_prefetch_handle h;
         lmc_bitmap bm;
-        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX, &h,
-                                    NULL);
+        lmc_sm_submit_prefetch_task(w->sm, keys, NKEYS, &layout, 0, "bench", LMC_TRIM_PREFIX,
+                                    &h, NULL);
         if (lmc_sm_query_prefetch_status(w->sm, &h, &bm) == LMC_OK)
             lmc_bitmap_free(&bm);
         lmc_prefetch_handle_clear(&h);

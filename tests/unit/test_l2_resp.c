@@ -491,25 +491,7 @@ static void test_resp_two_storage_managers_share_one_redis(void **state)
     assert_int_equal(sm_test_store(writer, k, N, &lay), N);
     assert_true(lmc_sm_wait_idle(writer, 5000));
 
-    lmc_prefetch_handle h;
-    assert_int_equal(
-        lmc_sm_submit_prefetch_task(reader, k, N, &lay, 0, "rd", LMC_TRIM_PREFIX, &h, NULL),
-        LMC_OK);
-    assert_true(h.prefetch_request_id >= 0);
-    lmc_bitmap bm;
-    sm_test_wait_prefetch(reader, &h, &bm);
-    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
-    lmc_bitmap_free(&bm);
-    lmc_sm_read_ctx ctx;
-    lmc_sm_read_prefetched_enter(reader, k, N, &ctx);
-    assert_true(ctx.ok);
-    for (size_t i = 0; i < N; i++) {
-        for (uint64_t b = 0; b < ctx.objs[i].size; b += 331)
-            assert_int_equal(ctx.objs[i].data[b], sm_test_pattern(&k[i], b));
-    }
-    lmc_sm_read_prefetched_exit(reader, &ctx, false);
-    lmc_sm_finish_read_prefetched(reader, k, N, 0, NULL);
-    lmc_prefetch_handle_clear(&h);
+    sm_test_prefetch_and_check(reader, k, N, &lay); /* what the writer stored, read back */
     lmc_sm_destroy(reader);
     lmc_sm_destroy(writer);
 }

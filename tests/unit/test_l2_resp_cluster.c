@@ -185,7 +185,15 @@ static size_t owner_of(const lmc_object_key *key)
     return (size_t)owner;
 }
 
-/* A JSON member object of the status, parsed from its dump (the caller frees). */
+/* The bitmap a lookup of o should give with node victim gone: its keys '0', the others '1'. */
+static void expect_all_but(const objects *o, size_t victim, char *expect)
+{
+    for (size_t i = 0; i < o->n; i++)
+        expect[i] = owner_of(&o->keys[i]) == victim ? '0' : '1';
+    expect[o->n] = '\0';
+}
+
+/* The adapter's status object (the caller frees it). */
 static lmc_json *status_of(lmc_l2_adapter *a)
 {
     lmc_json *st = lmc_l2_adapter_report_status(a);
@@ -466,9 +474,8 @@ static void test_resp_cluster_killed_master_fails_its_slots_only(void **state)
     objects o = make_objects("m", N, 8 * KB, 300);
     assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 8 * KB);
     const size_t victim = 0;
-    char expect[N + 1] = {0};
-    for (size_t i = 0; i < N; i++)
-        expect[i] = owner_of(&o.keys[i]) == victim ? '0' : '1';
+    char expect[N + 1];
+    expect_all_but(&o, victim, expect);
     assert_non_null(strchr(expect, '0'));
     assert_non_null(strchr(expect, '1'));
 
@@ -541,9 +548,8 @@ static void test_resp_cluster_stalled_master_costs_one_timeout(void **state)
     objects o = make_objects("m", N, 2 * KB, 1300);
     assert_int_equal(l2_store_sync(a, o.keys, o.src, N), N * 2 * KB);
     const size_t victim = 2;
-    char expect[N + 1] = {0};
-    for (size_t i = 0; i < N; i++)
-        expect[i] = owner_of(&o.keys[i]) == victim ? '0' : '1';
+    char expect[N + 1];
+    expect_all_but(&o, victim, expect);
 
     /* It keeps its sockets but answers nothing: the first task finds out in one timeout. */
     lmc_redis_cluster_pause(g_cl, victim, true);
@@ -856,25 +862,7 @@ static void test_resp_cluster_two_storage_managers_share_it(void **state)
     long long per_node[MASTERS];
     assert_int_equal(cluster_keys(g_cl, per_node), N);
 
-    lmc_prefetch_handle h;
-    assert_int_equal(
-        lmc_sm_submit_prefetch_task(reader, k, N, &lay, 0, "rd", LMC_TRIM_PREFIX, &h, NULL),
-        LMC_OK);
-    assert_true(h.prefetch_request_id >= 0);
-    lmc_bitmap bm;
-    sm_test_wait_prefetch(reader, &h, &bm);
-    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
-    lmc_bitmap_free(&bm);
-    lmc_sm_read_ctx ctx;
-    lmc_sm_read_prefetched_enter(reader, k, N, &ctx);
-    assert_true(ctx.ok);
-    for (size_t i = 0; i < N; i++) {
-        for (uint64_t b = 0; b < ctx.objs[i].size; b += 331)
-            assert_int_equal(ctx.objs[i].data[b], sm_test_pattern(&k[i], b));
-    }
-    lmc_sm_read_prefetched_exit(reader, &ctx, false);
-    lmc_sm_finish_read_prefetched(reader, k, N, 0, NULL);
-    lmc_prefetch_handle_clear(&h);
+    sm_test_prefetch_and_check(reader, k, N, &lay); /* what the writer stored, read back */
     lmc_sm_destroy(reader);
     lmc_sm_destroy(writer);
 }

@@ -37,6 +37,14 @@ uint8_t sm_test_pattern(const lmc_object_key *key, uint64_t off);
 void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h,
                            lmc_bitmap *out);
 
+/*
+ * Prefetch keys (request "rd", trim prefix), assert that all n are found,
+ * read them and assert that each holds sm_test_store's pattern (sampled
+ * every 331 bytes), then finish the read.
+ */
+void sm_test_prefetch_and_check(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                                const lmc_layout_desc *layout);
+
 /* A fresh directory under /tmp (caller removes it with sm_test_rmdir). */
 char *sm_test_mkdtemp(void);
 void sm_test_rmdir(char *dir);
