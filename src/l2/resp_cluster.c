@@ -417,16 +417,21 @@ typedef struct item {
     uint8_t asking; /* send ASKING first (an ASK redirect) */
 } item;
 
-/* The items of one node in this round: [begin, end) of the sorted items. */
+/*
+ * The items of one node in this round: [begin, end) of the sorted items.
+ * Its connection is cs->v[node], looked up each time: opening another
+ * node's connection may grow (move) cs->v.
+ */
 typedef struct group {
     unsigned node;
     size_t begin, sent, end; /* sent: the end of the window in flight */
-    cs_conn *cc;             /* NULL once the group has failed */
+    bool live;               /* false once the group has failed */
     bool drop;               /* close the connection after this window (a stray ASKING) */
 } group;
 
 typedef struct run_state {
     lmc_resp_cluster *cl;
+    lmc_resp_connset *cs;
     const lmc_resp_batch *b;
     item *next; /* the next round's items */
     size_t n_next;
@@ -528,11 +533,28 @@ static bool handle_redirect(run_state *rs, const group *g, item it, const redisR
     return true;
 }
 
-/* Append g's next window; false when its connection broke (the group then failed). */
-static bool send_window(run_state *rs, group *g, const item *items)
+static cs_conn *group_conn(const run_state *rs, const group *g)
+{
+    return &rs->cs->v[g->node];
+}
+
+/* The group failed: close its connection (lost: its node is marked down), fail what is left. */
+static void group_fail(run_state *rs, group *g, size_t from, bool lost)
+{
+    if (lost)
+        cs_lost(rs->cl, group_conn(rs, g), g->node, rs->b->what);
+    else if (g->drop)
+        cs_close(rs->cl, group_conn(rs, g));
+    fail_items(rs, g->end - from);
+    g->begin = g->end;
+    g->live = false;
+}
+
+/* Append g's next window and send it. */
+static void send_window(run_state *rs, group *g, const item *items)
 {
     const lmc_resp_batch *b = rs->b;
-    redisContext *c = g->cc->c;
+    redisContext *c = group_conn(rs, g)->c;
     size_t end = g->begin;
     uint64_t bytes = 0;
     while (end < g->end && end - g->begin < rs->cl->cfg.window_cmds &&
@@ -550,12 +572,8 @@ static bool send_window(run_state *rs, group *g, const item *items)
     if (end == g->begin) { /* not even one command: out of memory */
         routing_error(rs, "%s: %s: out of memory building a command", rs->cl->nodes[g->node]->addr,
                       b->what);
-        fail_items(rs, g->end - g->begin);
-        g->begin = g->end;
-        if (g->drop)
-            cs_close(rs->cl, g->cc);
-        g->cc = NULL;
-        return true;
+        group_fail(rs, g, g->begin, false);
+        return;
     }
     if (end < g->end && end - g->begin < rs->cl->cfg.window_cmds &&
         bytes < rs->cl->cfg.window_bytes) {
@@ -569,51 +587,45 @@ static bool send_window(run_state *rs, group *g, const item *items)
     int done = 0;
     while (!done) {
         if (redisBufferWrite(c, &done) != REDIS_OK) {
-            cs_lost(rs->cl, g->cc, g->node, b->what);
-            fail_items(rs, g->end - g->begin);
-            g->begin = g->end;
-            g->cc = NULL;
-            return false;
+            group_fail(rs, g, g->begin, true);
+            return;
         }
     }
-    return true;
 }
 
 /* Read the replies of g's window in flight. */
 static void read_window(run_state *rs, group *g, const item *items)
 {
     const lmc_resp_batch *b = rs->b;
+    redisContext *c = group_conn(rs, g)->c;
     for (size_t k = g->begin; k < g->sent; k++) {
         const item *it = &items[k];
         void *rep = NULL;
         bool ok = true;
         if (it->asking) {
-            ok = redisGetReply(g->cc->c, &rep) == REDIS_OK && rep != NULL;
+            ok = redisGetReply(c, &rep) == REDIS_OK && rep != NULL;
             if (rep != NULL)
                 freeReplyObject(rep); /* +OK; an error here shows again on the command */
             rep = NULL;
         }
-        if (!ok || redisGetReply(g->cc->c, &rep) != REDIS_OK || rep == NULL) {
-            cs_lost(rs->cl, g->cc, g->node, b->what);
-            fail_items(rs, g->end - k);
-            g->begin = g->end;
-            g->cc = NULL;
+        if (!ok || redisGetReply(c, &rep) != REDIS_OK || rep == NULL) {
+            group_fail(rs, g, k, true);
             return;
         }
         if (!handle_redirect(rs, g, *it, rep))
             b->reply(b->ud, it->cmd, rep);
         freeReplyObject(rep);
     }
-    g->cc->used_ns = lmc_mono_ns();
+    group_conn(rs, g)->used_ns = lmc_mono_ns();
     g->begin = g->sent;
     if (g->drop && g->begin == g->end) {
-        cs_close(rs->cl, g->cc);
-        g->cc = NULL;
+        cs_close(rs->cl, group_conn(rs, g));
+        g->live = false;
     }
 }
 
 /* One round: every item on the node it is routed to; redirected ones go to rs->next. */
-static void run_round(run_state *rs, lmc_resp_connset *cs, item *items, size_t n, group *groups)
+static void run_round(run_state *rs, item *items, size_t n, group *groups)
 {
     qsort(items, n, sizeof(*items), item_cmp);
     size_t ng = 0;
@@ -623,8 +635,8 @@ static void run_round(run_state *rs, lmc_resp_connset *cs, item *items, size_t n
             j++;
         group *g = &groups[ng++];
         *g = (group){.node = items[i].node, .begin = i, .sent = i, .end = j};
-        g->cc = cs_get(rs->cl, cs, g->node);
-        if (g->cc == NULL) { /* down: these fail at once */
+        g->live = cs_get(rs->cl, rs->cs, g->node) != NULL;
+        if (!g->live) { /* down: these fail at once */
             routing_error(rs, "%s: %s: node down", rs->cl->nodes[g->node]->addr, rs->b->what);
             fail_items(rs, j - i);
             g->begin = g->end;
@@ -634,13 +646,13 @@ static void run_round(run_state *rs, lmc_resp_connset *cs, item *items, size_t n
     for (bool busy = true; busy;) {
         busy = false;
         for (size_t k = 0; k < ng; k++) {
-            if (groups[k].cc != NULL && groups[k].begin < groups[k].end)
+            if (groups[k].live && groups[k].begin < groups[k].end)
                 send_window(rs, &groups[k], items);
         }
         for (size_t k = 0; k < ng; k++) {
-            if (groups[k].cc != NULL && groups[k].begin < groups[k].sent)
+            if (groups[k].live && groups[k].begin < groups[k].sent)
                 read_window(rs, &groups[k], items);
-            busy = busy || (groups[k].cc != NULL && groups[k].begin < groups[k].end);
+            busy = busy || (groups[k].live && groups[k].begin < groups[k].end);
         }
     }
 }
@@ -652,7 +664,7 @@ size_t lmc_resp_cluster_run(lmc_resp_cluster *cl, lmc_resp_connset *cs, const lm
     item *cur = malloc(b->n * sizeof(*cur));
     item *next = malloc(b->n * sizeof(*next));
     group *groups = malloc(b->n * sizeof(*groups));
-    run_state rs = {.cl = cl, .b = b, .next = next};
+    run_state rs = {.cl = cl, .cs = cs, .b = b, .next = next};
     if (cur == NULL || next == NULL || groups == NULL || b->n > UINT32_MAX) {
         routing_error(&rs, "%s: out of memory routing %zu commands", b->what, b->n);
         fail_items(&rs, b->n);
@@ -672,7 +684,7 @@ size_t lmc_resp_cluster_run(lmc_resp_cluster *cl, lmc_resp_connset *cs, const lm
     while (n > 0) {
         rs.next = next;
         rs.n_next = 0;
-        run_round(&rs, cs, cur, n, groups);
+        run_round(&rs, cur, n, groups);
         item *t = cur;
         cur = next;
         next = t;
@@ -740,18 +752,47 @@ static bool parse_slots(lmc_resp_cluster *cl, unsigned asked, const redisReply *
     return true;
 }
 
-/* Ask one node after another (those up, from cl->rr on) for the map; apply the first answer. */
+/* serves[i]: node i serves some slot in the map now (n entries; NULL when memory is out). */
+static bool *serving_nodes(const lmc_resp_cluster *cl, size_t n)
+{
+    bool *serves = calloc(n > 0 ? n : 1, sizeof(bool));
+    for (unsigned s = 0; serves != NULL && s < LMC_RESP_SLOTS; s++) {
+        unsigned idx = slot_owner(cl, s);
+        if (idx != NO_NODE && idx < n)
+            serves[idx] = true;
+    }
+    return serves;
+}
+
+static size_t map_coverage(const uint16_t *map)
+{
+    size_t covered = 0;
+    for (unsigned s = 0; s < LMC_RESP_SLOTS; s++)
+        covered += map[s] != NO_NODE;
+    return covered;
+}
+
+/*
+ * Ask one node after another for the map and apply the first answer: the
+ * nodes that are up, those serving slots first, each pass from cl->rr on
+ * (so a node with a stale view is not asked first every time). A map
+ * without any slot, while ours has some, comes from a node outside the
+ * cluster (a seed that was reset, say) and is passed over.
+ */
 static void refresh(lmc_resp_cluster *cl)
 {
     uint16_t *map = malloc(LMC_RESP_SLOTS * sizeof(*map));
     size_t n = node_count(cl);
-    bool done = false;
+    bool *serves = serving_nodes(cl, n);
+    bool done = false, have_slots = slots_served(cl, NULL) > 0;
     char last[512] = "no node is up";
     pthread_mutex_lock(&cl->lock);
     size_t start = cl->rr++;
     pthread_mutex_unlock(&cl->lock);
-    for (size_t k = 0; map != NULL && k < n && !done; k++) {
+    for (size_t k = 0; map != NULL && k < 2 * n && !done; k++) {
         unsigned idx = (unsigned)((start + k) % n);
+        if (serves != NULL && serves[idx] != (k < n))
+            continue; /* the first pass asks the nodes serving slots, the second the others */
         cs_conn *cc = cs_get(cl, cl->mon, idx);
         if (cc == NULL)
             continue;
@@ -769,10 +810,14 @@ static void refresh(lmc_resp_cluster *cl)
         else if (!parse_slots(cl, idx, rep, map))
             snprintf(last, sizeof(last), "%s: CLUSTER SLOTS: unexpected reply",
                      cl->nodes[idx]->addr);
+        else if (have_slots && map_coverage(map) == 0)
+            snprintf(last, sizeof(last), "%s: CLUSTER SLOTS: no slots (not in the cluster?)",
+                     cl->nodes[idx]->addr);
         else
             done = true;
         freeReplyObject(rep);
     }
+    free(serves);
     if (done) {
         for (unsigned s = 0; s < LMC_RESP_SLOTS; s++)
             atomic_store_explicit(&cl->slot_node[s], map[s], memory_order_release);
@@ -797,12 +842,7 @@ static void probe(lmc_resp_cluster *cl)
 {
     size_t n = node_count(cl);
     bool any_served = slots_served(cl, NULL) > 0;
-    bool *serves = calloc(n > 0 ? n : 1, sizeof(bool));
-    for (unsigned s = 0; serves != NULL && s < LMC_RESP_SLOTS; s++) {
-        unsigned idx = slot_owner(cl, s);
-        if (idx != NO_NODE && idx < n)
-            serves[idx] = true;
-    }
+    bool *serves = serving_nodes(cl, n);
     for (size_t i = 0; i < n; i++) {
         node *nd = cl->nodes[i];
         uint64_t now = lmc_mono_ns();
