@@ -42,8 +42,12 @@
  * slot and pipelined per node. Node health lives in the cluster module: a
  * node that is down fails its keys at once, the others go on. A worker's
  * link is "the cluster is usable" (some slot served by a node that is up),
- * so tasks fail at submit only when no node can serve anything. Keys are
- * the single-node names (one key per object: nothing to co-locate).
+ * so tasks fail at submit only when no node can serve anything. A lookup or
+ * load then reports each key's own answer (the keys of a node that failed
+ * are misses), a store with a key left unanswered reports -1, and the bytes
+ * written and deleted are also counted per slot, for the per-node usage.
+ * Keys are the single-node names (one key per object: nothing to
+ * co-locate).
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
