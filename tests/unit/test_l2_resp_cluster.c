@@ -542,7 +542,7 @@ static void test_resp_cluster_killed_master_fails_its_slots_only(void **state)
 static void test_resp_cluster_stalled_master_costs_one_timeout(void **state)
 {
     (void)state;
-    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"timeout_ms\": 300, \"connections\": 1");
+    lmc_l2_adapter *a = cluster_adapter(g_cl, "\"timeout_ms\": 1000, \"connections\": 1");
     assert_non_null(a);
     enum { N = 24 };
     objects o = make_objects("m", N, 2 * KB, 1300);
@@ -559,14 +559,14 @@ static void test_resp_cluster_stalled_master_costs_one_timeout(void **state)
     uint64_t first = lmc_mono_ms() - t0;
     assert_string_equal(bits, expect);
     lmc_l2_adapter_submit_unlock(a, o.keys, N);
-    assert_true(first < 2000);
+    assert_true(first >= 900 && first < 4000); /* waited for the reply once */
     /* The next ones do not wait for it at all. */
     t0 = lmc_mono_ms();
     l2_lookup_sync(a, o.keys, N, bits);
     assert_string_equal(bits, expect);
     lmc_l2_adapter_submit_unlock(a, o.keys, N);
-    assert_true(lmc_mono_ms() - t0 < 300);
-    assert_int_equal(l2_status_int(a, NULL, "slots_served") < 16384, 1);
+    assert_true(lmc_mono_ms() - t0 < 500);
+    assert_true(l2_status_int(a, NULL, "slots_served") < 16384);
 
     lmc_redis_cluster_pause(g_cl, victim, false);
     assert_true(wait_healthy(a, true, 10000));
