@@ -17,8 +17,6 @@
  */
 #include "l2/resp_cluster.h"
 
-#include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
