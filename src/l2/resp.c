@@ -1143,7 +1143,7 @@ static bool detect_cluster(resp_adapter *r)
     return on == 1;
 }
 
-/* The seeds: "nodes", or host:port as the one seed. NULL-free on success. */
+/* The seeds, copied: "nodes", or host:port as the one seed. LMC_ERR_NOMEM. */
 static lmc_status read_seeds(resp_adapter *r, const lmc_json *nodes)
 {
     r->n_seeds = nodes != NULL ? lmc_json_size(nodes) : 1;
