@@ -19,8 +19,10 @@
  *    unreachable server after connect_timeout_ms rather than a silent hang,
  *    and a server that goes away makes calls time out at the send.
  *  - ZMQ_LINGER 0: destroy never blocks on undelivered messages.
+ *  - Replies are read with the bounds-checked reader (core/mp_reader.h),
+ *    never msgpack_unpack_next: a reply is bytes from the network, and
+ *    msgpack-c would size its allocations by counts a peer declares.
  */
-#include "core/msgpack_util.h"
 #include "lmcache/client.h"
 
 #include <errno.h>
@@ -36,6 +38,7 @@
 #include <zmq.h>
 
 #include "core/clock.h"
+#include "core/mp_reader.h"
 #include "server/protocol.h"
 
 /* The most payload frames a typed call sends (register_kv_cache: 5). */
@@ -75,8 +78,8 @@ struct lmc_client {
     msgpack_sbuffer uid_buf, op_buf;
     msgpack_sbuffer payload[MAX_PAYLOAD];
     /*
-     * The last typed call's reply: msgpack_unpack_next leaves strings and
-     * bins pointing into the frame, so the frame lives until the next call.
+     * The last typed call's reply: the response is read in place (strs and
+     * bins point into the frame), so the frame lives until the next call.
      */
     reply held;
 };
@@ -230,33 +233,58 @@ static lmc_status exchange(lmc_client *c, const char *what, const void *const *f
     }
 }
 
-/* If resp is {"error": msg}, copy msg (at most cap-1 bytes) and return true. */
-static bool error_reply(const msgpack_object *resp, char *msg, size_t cap)
+/*
+ * The response frame as a reader: it must hold one whole msgpack value
+ * (nesting at most LMC_MP_MAX_DEPTH, as msgpack-c allows; bytes after it
+ * are ignored). False if it does not.
+ */
+static bool response_reader(const void *data, size_t len, lmc_mp_reader *out)
 {
-    if (resp->type != MSGPACK_OBJECT_MAP)
+    lmc_mp_reader_init(out, data, len);
+    lmc_mp_reader check = *out;
+    return lmc_mp_skip(&check, LMC_MP_MAX_DEPTH) == LMC_MP_OK;
+}
+
+/*
+ * If the response (a checked reader, not moved) is {"error": msg}, copy msg
+ * (at most cap-1 bytes) and return true.
+ */
+static bool error_reply(const lmc_mp_reader *resp, char *msg, size_t cap)
+{
+    lmc_mp_reader r = *resp;
+    lmc_mp_item m;
+    if (lmc_mp_next(&r, &m) != LMC_MP_OK || m.type != LMC_MP_MAP)
         return false;
-    for (uint32_t i = 0; i < resp->via.map.size; i++) {
-        const msgpack_object_kv *kv = &resp->via.map.ptr[i];
-        if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 5 &&
-            memcmp(kv->key.via.str.ptr, "error", 5) == 0) {
-            if (kv->val.type == MSGPACK_OBJECT_STR) {
-                size_t n = kv->val.via.str.size < cap - 1 ? kv->val.via.str.size : cap - 1;
-                memcpy(msg, kv->val.via.str.ptr, n);
-                msg[n] = '\0';
-            } else {
-                snprintf(msg, cap, "(error reply without a message)");
-            }
-            return true;
+    for (uint32_t i = 0; i < m.v.n; i++) {
+        lmc_mp_reader at = r;
+        lmc_mp_item k;
+        if (lmc_mp_next(&r, &k) != LMC_MP_OK)
+            return false;
+        if (!lmc_mp_str_is(&k, "error")) {
+            r = at; /* the key may itself be a container */
+            if (lmc_mp_skip(&r, LMC_MP_MAX_DEPTH) != LMC_MP_OK ||
+                lmc_mp_skip(&r, LMC_MP_MAX_DEPTH) != LMC_MP_OK)
+                return false;
+            continue;
         }
+        lmc_mp_item v;
+        if (lmc_mp_next(&r, &v) == LMC_MP_OK && v.type == LMC_MP_STR) {
+            size_t n = v.v.s.len < cap - 1 ? v.v.s.len : cap - 1;
+            memcpy(msg, v.v.s.ptr, n);
+            msg[n] = '\0';
+        } else {
+            snprintf(msg, cap, "(error reply without a message)");
+        }
+        return true;
     }
     return false;
 }
 
 /*
- * One typed call: frames [uid, op, payload[0..n_payload)]; the response is
- * unpacked into *out (caller destroys it) unless it is an error reply.
+ * One typed call: frames [uid, op, payload[0..n_payload)]; unless it is an
+ * error reply, *resp reads the response (valid until the next call).
  */
-static lmc_status call(lmc_client *c, lmc_op op, size_t n_payload, msgpack_unpacked *out,
+static lmc_status call(lmc_client *c, lmc_op op, size_t n_payload, lmc_mp_reader *resp,
                        lmc_error *err)
 {
     const char *what = lmc_op_name(op);
@@ -279,20 +307,21 @@ static lmc_status call(lmc_client *c, lmc_op op, size_t n_payload, msgpack_unpac
     lmc_status st = exchange(c, what, frames, lens, 2 + n_payload, &c->held, err);
     if (st != LMC_OK)
         return st;
-    msgpack_unpacked_init(out);
-    size_t off = 0;
-    msgpack_unpack_return ur = msgpack_unpack_next(out, zmq_msg_data(&c->held.parts[2]),
-                                                   zmq_msg_size(&c->held.parts[2]), &off);
-    if (ur != MSGPACK_UNPACK_SUCCESS) {
-        msgpack_unpacked_destroy(out);
+    if (!response_reader(zmq_msg_data(&c->held.parts[2]), zmq_msg_size(&c->held.parts[2]), resp))
         return lmc_error_set(err, LMC_ERR_FORMAT, "%s: the reply's response is not msgpack", what);
-    }
     char msg[LMC_ERROR_MSG_MAX];
-    if (error_reply(&out->data, msg, sizeof(msg))) {
-        msgpack_unpacked_destroy(out);
+    if (error_reply(resp, msg, sizeof(msg)))
         return lmc_error_set(err, LMC_ERR_INVALID, "%s: server error: %s", what, msg);
-    }
     return LMC_OK;
+}
+
+/* The response's first item (call checked that the whole value is there). */
+static lmc_mp_item response_item(lmc_mp_reader *resp)
+{
+    lmc_mp_item it = {.type = LMC_MP_NIL};
+    if (lmc_mp_next(resp, &it) != LMC_MP_OK)
+        it.type = LMC_MP_NIL;
+    return it;
 }
 
 static msgpack_packer payload_packer(lmc_client *c, size_t i)
@@ -303,27 +332,11 @@ static msgpack_packer payload_packer(lmc_client *c, size_t i)
     return pk;
 }
 
-static bool obj_int(const msgpack_object *o, int64_t *v)
-{
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 <= INT64_MAX) {
-        *v = (int64_t)o->via.u64;
-        return true;
-    }
-    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        *v = o->via.i64;
-        return true;
-    }
-    return false;
-}
-
 /* A call whose response is not looked at beyond "not an error". */
 static lmc_status call_ignore(lmc_client *c, lmc_op op, size_t n_payload, lmc_error *err)
 {
-    msgpack_unpacked up;
-    lmc_status st = call(c, op, n_payload, &up, err);
-    if (st == LMC_OK)
-        msgpack_unpacked_destroy(&up);
-    return st;
+    lmc_mp_reader resp;
+    return call(c, op, n_payload, &resp, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -332,19 +345,17 @@ static lmc_status call_ignore(lmc_client *c, lmc_op op, size_t n_payload, lmc_er
 
 static lmc_status get_chunk_size(lmc_client *c, lmc_error *err)
 {
-    msgpack_unpacked up;
-    lmc_status st = call(c, LMC_OP_GET_CHUNK_SIZE, 0, &up, err);
+    lmc_mp_reader resp;
+    lmc_status st = call(c, LMC_OP_GET_CHUNK_SIZE, 0, &resp, err);
     if (st != LMC_OK)
         return st;
+    lmc_mp_item it = response_item(&resp);
     int64_t v;
-    if (!obj_int(&up.data, &v) || v <= 0) {
-        st = lmc_error_set(err, LMC_ERR_FORMAT, "get_chunk_size: expected a positive int, got %s",
-                           lmc_msgpack_type_name(&up.data));
-    } else {
-        c->chunk_size = v;
-    }
-    msgpack_unpacked_destroy(&up);
-    return st;
+    if (!lmc_mp_get_int64(&it, &v) || v <= 0)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "get_chunk_size: expected a positive int, got %s",
+                             lmc_mp_type_name(it.type));
+    c->chunk_size = v;
+    return LMC_OK;
 }
 
 static lmc_status register_region(lmc_client *c, lmc_error *err)
@@ -552,14 +563,15 @@ lmc_status lmc_client_ping(lmc_client *c, lmc_error *err)
 {
     msgpack_packer pk = payload_packer(c, 0);
     msgpack_pack_int64(&pk, c->instance_id);
-    msgpack_unpacked up;
-    lmc_status st = call(c, LMC_OP_PING, 1, &up, err);
+    lmc_mp_reader resp;
+    lmc_status st = call(c, LMC_OP_PING, 1, &resp, err);
     if (st != LMC_OK)
         return st;
-    if (up.data.type != MSGPACK_OBJECT_BOOLEAN || !up.data.via.boolean)
-        st = lmc_error_set(err, LMC_ERR_FORMAT, "ping: expected true, got %s", lmc_msgpack_type_name(&up.data));
-    msgpack_unpacked_destroy(&up);
-    return st;
+    lmc_mp_item it = response_item(&resp);
+    if (it.type != LMC_MP_BOOL || !it.v.b)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "ping: expected true, got %s",
+                             lmc_mp_type_name(it.type));
+    return LMC_OK;
 }
 
 /* Pack an IPC key into payload frame i. worker_id < 0 packs nil (a lookup). */
@@ -618,14 +630,14 @@ lmc_status lmc_client_lookup(lmc_client *c, const char *request_id, const uint32
         size_t rl = strlen(request_id);
         msgpack_pack_str(&pk, rl);
         msgpack_pack_str_body(&pk, request_id, rl);
-        msgpack_unpacked up;
-        if ((st = call(c, LMC_OP_QUERY_PREFETCH_STATUS, 1, &up, err)) != LMC_OK)
+        lmc_mp_reader resp;
+        if ((st = call(c, LMC_OP_QUERY_PREFETCH_STATUS, 1, &resp, err)) != LMC_OK)
             return st;
+        lmc_mp_item it = response_item(&resp);
         int64_t v;
-        bool is_int = obj_int(&up.data, &v);
-        bool is_nil = up.data.type == MSGPACK_OBJECT_NIL;
-        const char *kind = lmc_msgpack_type_name(&up.data);
-        msgpack_unpacked_destroy(&up);
+        bool is_int = lmc_mp_get_int64(&it, &v);
+        bool is_nil = it.type == LMC_MP_NIL;
+        const char *kind = lmc_mp_type_name(it.type);
         if (is_int) {
             if (v < 0)
                 return lmc_error_set(err, LMC_ERR_FORMAT,
@@ -682,19 +694,16 @@ static lmc_status transfer(lmc_client *c, lmc_op op, const char *request_id, con
         msgpack_pack_int(&pk, 0); /* skip_first_n_tokens */
         n_payload = 5;
     }
-    msgpack_unpacked up;
-    if ((st = call(c, op, n_payload, &up, err)) != LMC_OK)
+    lmc_mp_reader resp;
+    if ((st = call(c, op, n_payload, &resp, err)) != LMC_OK)
         return st;
-    const msgpack_object *o = &up.data;
-    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 2 ||
-        o->via.array.ptr[1].type != MSGPACK_OBJECT_BOOLEAN) {
-        st = lmc_error_set(err, LMC_ERR_FORMAT, "%s: expected [bytes, bool], got %s", what,
-                           lmc_msgpack_type_name(o));
-    } else {
-        *ok = o->via.array.ptr[1].via.boolean;
-    }
-    msgpack_unpacked_destroy(&up);
-    return st;
+    lmc_mp_item o = response_item(&resp), flag = {.type = LMC_MP_NIL};
+    if (o.type != LMC_MP_ARRAY || o.v.n != 2 || lmc_mp_skip(&resp, LMC_MP_MAX_DEPTH) != LMC_MP_OK ||
+        lmc_mp_next(&resp, &flag) != LMC_MP_OK || flag.type != LMC_MP_BOOL)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: expected [bytes, bool], got %s", what,
+                             lmc_mp_type_name(o.type));
+    *ok = flag.v.b;
+    return LMC_OK;
 }
 
 lmc_status lmc_client_retrieve(lmc_client *c, const char *request_id, const uint32_t *tokens,
@@ -771,15 +780,10 @@ lmc_status lmc_client_call_raw(lmc_client *c, const void *const *frames, const s
         if (resp_len != NULL)
             *resp_len = len;
     }
-    msgpack_unpacked up;
-    msgpack_unpacked_init(&up);
-    size_t off = 0;
-    if (msgpack_unpack_next(&up, data, len, &off) == MSGPACK_UNPACK_SUCCESS) {
-        char msg[LMC_ERROR_MSG_MAX];
-        if (error_reply(&up.data, msg, sizeof(msg)))
-            st = lmc_error_set(err, LMC_ERR_INVALID, "server error: %s", msg);
-    }
-    msgpack_unpacked_destroy(&up);
+    lmc_mp_reader rd;
+    char msg[LMC_ERROR_MSG_MAX];
+    if (response_reader(data, len, &rd) && error_reply(&rd, msg, sizeof(msg)))
+        st = lmc_error_set(err, LMC_ERR_INVALID, "server error: %s", msg);
     reply_close(&r);
     return st;
 }

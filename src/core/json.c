@@ -326,6 +326,44 @@ lmc_json *lmc_json_object_get(const lmc_json *obj, const char *key)
     return m != NULL ? m->value : NULL;
 }
 
+lmc_json *lmc_json_copy(const lmc_json *v)
+{
+    switch (lmc_json_type_of(v)) {
+    case LMC_JSON_NULL:
+        return lmc_json_null();
+    case LMC_JSON_BOOL:
+        return lmc_json_bool(v->u.b);
+    case LMC_JSON_INT:
+        return lmc_json_int(v->u.i);
+    case LMC_JSON_FLOAT:
+        return lmc_json_float(v->u.d);
+    case LMC_JSON_STRING:
+        return lmc_json_stringn(v->u.str.s, v->u.str.len);
+    case LMC_JSON_ARRAY: {
+        lmc_json *arr = lmc_json_array();
+        for (size_t i = 0; arr != NULL && i < v->u.arr.len; i++) {
+            if (lmc_json_array_append(arr, lmc_json_copy(v->u.arr.items[i])) != LMC_OK) {
+                lmc_json_free(arr);
+                return NULL;
+            }
+        }
+        return arr;
+    }
+    case LMC_JSON_OBJECT: {
+        lmc_json *obj = lmc_json_object();
+        for (size_t i = 0; obj != NULL && i < v->u.obj.len; i++) {
+            const lmc_json_member *m = &v->u.obj.items[i];
+            if (lmc_json_object_set(obj, m->key, lmc_json_copy(m->value)) != LMC_OK) {
+                lmc_json_free(obj);
+                return NULL;
+            }
+        }
+        return obj;
+    }
+    }
+    return NULL;
+}
+
 const char *lmc_json_type_name(lmc_json_type t)
 {
     switch (t) {

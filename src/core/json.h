@@ -67,6 +67,9 @@ const char *lmc_json_object_key_at(const lmc_json *obj, size_t i);
 lmc_json *lmc_json_object_value_at(const lmc_json *obj, size_t i);
 lmc_json *lmc_json_object_get(const lmc_json *obj, const char *key); /* NULL if absent */
 
+/* A deep copy the caller owns (a NULL v copies as null); NULL when memory runs out. */
+lmc_json *lmc_json_copy(const lmc_json *v);
+
 /* A name for messages: "null", "bool", "int", "float", "string", "array", "object". */
 const char *lmc_json_type_name(lmc_json_type t);
 

@@ -1,31 +1,74 @@
 /*
- * msgpack_util.c -- small msgpack helpers (see msgpack_util.h).
+ * msgpack_util.c -- helpers for msgpack_object (see msgpack_util.h).
  */
 #include "core/msgpack_util.h"
 
-const char *lmc_msgpack_type_name(const msgpack_object *o)
+bool lmc_msgpack_item_of(const msgpack_object *o, lmc_mp_item *out)
 {
+    *out = (lmc_mp_item){.type = LMC_MP_NIL};
     switch (o->type) {
     case MSGPACK_OBJECT_NIL:
-        return "nil";
+        return true;
     case MSGPACK_OBJECT_BOOLEAN:
-        return "bool";
+        out->type = LMC_MP_BOOL;
+        out->v.b = o->via.boolean;
+        return true;
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        out->type = LMC_MP_UINT;
+        out->v.u = o->via.u64;
+        return true;
     case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        return "int";
+        out->type = LMC_MP_INT;
+        out->v.i = o->via.i64;
+        return true;
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
-        return "float";
+        out->type = LMC_MP_FLOAT;
+        out->f32 = o->type == MSGPACK_OBJECT_FLOAT32;
+        out->v.f = o->via.f64;
+        return true;
     case MSGPACK_OBJECT_STR:
-        return "str";
-    case MSGPACK_OBJECT_ARRAY:
-        return "array";
-    case MSGPACK_OBJECT_MAP:
-        return "map";
+        out->type = LMC_MP_STR;
+        out->v.s.ptr = o->via.str.ptr;
+        out->v.s.len = o->via.str.size;
+        return true;
     case MSGPACK_OBJECT_BIN:
-        return "bin";
+        out->type = LMC_MP_BIN;
+        out->v.s.ptr = o->via.bin.ptr;
+        out->v.s.len = o->via.bin.size;
+        return true;
     case MSGPACK_OBJECT_EXT:
-        return "ext";
+        out->type = LMC_MP_EXT;
+        out->ext_type = o->via.ext.type;
+        out->v.s.ptr = o->via.ext.ptr;
+        out->v.s.len = o->via.ext.size;
+        return true;
+    case MSGPACK_OBJECT_ARRAY:
+        out->type = LMC_MP_ARRAY;
+        out->v.n = o->via.array.size;
+        return true;
+    case MSGPACK_OBJECT_MAP:
+        out->type = LMC_MP_MAP;
+        out->v.n = o->via.map.size;
+        return true;
     }
-    return "unknown";
+    return false; /* not a type msgpack-c defines */
+}
+
+const char *lmc_msgpack_type_name(const msgpack_object *o)
+{
+    lmc_mp_item it;
+    return lmc_msgpack_item_of(o, &it) ? lmc_mp_type_name(it.type) : "unknown";
+}
+
+bool lmc_msgpack_get_int64(const msgpack_object *o, int64_t *out)
+{
+    lmc_mp_item it;
+    return lmc_msgpack_item_of(o, &it) && lmc_mp_get_int64(&it, out);
+}
+
+bool lmc_msgpack_get_double(const msgpack_object *o, double *out)
+{
+    lmc_mp_item it;
+    return lmc_msgpack_item_of(o, &it) && lmc_mp_get_double(&it, out);
 }

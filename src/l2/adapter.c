@@ -122,48 +122,6 @@ double lmc_l2_usage_fraction(const lmc_l2_usage *u)
     return (double)u->bytes_used / (double)u->capacity_bytes;
 }
 
-/* A deep copy through the accessors (json.h has no clone). */
-static lmc_json *json_clone(const lmc_json *v)
-{
-    switch (lmc_json_type_of(v)) {
-    case LMC_JSON_NULL:
-        return lmc_json_null();
-    case LMC_JSON_BOOL:
-        return lmc_json_bool(lmc_json_get_bool(v));
-    case LMC_JSON_INT:
-        return lmc_json_int(lmc_json_get_int(v));
-    case LMC_JSON_FLOAT:
-        return lmc_json_float(lmc_json_get_number(v));
-    case LMC_JSON_STRING: {
-        size_t len = 0;
-        const char *s = lmc_json_get_string(v, &len);
-        return lmc_json_stringn(s, len);
-    }
-    case LMC_JSON_ARRAY: {
-        lmc_json *arr = lmc_json_array();
-        for (size_t i = 0; arr != NULL && i < lmc_json_size(v); i++) {
-            if (lmc_json_array_append(arr, json_clone(lmc_json_array_at(v, i))) != LMC_OK) {
-                lmc_json_free(arr);
-                return NULL;
-            }
-        }
-        return arr;
-    }
-    case LMC_JSON_OBJECT: {
-        lmc_json *obj = lmc_json_object();
-        for (size_t i = 0; obj != NULL && i < lmc_json_size(v); i++) {
-            if (lmc_json_object_set(obj, lmc_json_object_key_at(v, i),
-                                    json_clone(lmc_json_object_value_at(v, i))) != LMC_OK) {
-                lmc_json_free(obj);
-                return NULL;
-            }
-        }
-        return obj;
-    }
-    }
-    return NULL;
-}
-
 /*
  * The "eviction" object with its defaults written in, so every reader sees
  * the same values (the config was validated before this runs).
@@ -186,7 +144,7 @@ static lmc_status parse_eviction(lmc_l2_adapter *a, const lmc_json *ev)
     for (size_t i = 0; st == LMC_OK && i < lmc_json_size(ev); i++) {
         const char *key = lmc_json_object_key_at(ev, i);
         if (lmc_json_object_get(obj, key) == NULL)
-            st = lmc_json_object_set(obj, key, json_clone(lmc_json_object_value_at(ev, i)));
+            st = lmc_json_object_set(obj, key, lmc_json_copy(lmc_json_object_value_at(ev, i)));
     }
     if (st != LMC_OK) {
         lmc_json_free(obj);

@@ -2,21 +2,23 @@
  * protocol.c -- decoding, validation and encoding of `lmcache server`
  * messages (see protocol.h and docs/protocol.md).
  *
- * Owns: the operation table and every byte-level rule of a request.
+ * Owns: LMCache's legacy operation names, the payload decoders of the
+ * operations in ops.def (and their frame counts, from the same rows), and
+ * every byte-level rule of a request.
  * Threads: none; pure functions over caller-owned frames. A decoded
  * request owns its strings and arrays (lmc_request_free).
  *
- * Decoding never calls msgpack_unpack. msgpack-c allocates an array's or
+ * Decoding never calls msgpack_unpack: msgpack-c allocates an array's or
  * map's storage from the declared count before it has seen the elements,
- * so a 5-byte frame (dd ff ff ff ff) would ask its zone for 64 GiB.
- * Instead a small cursor reads one item header at a time and checks every
- * declared length against the bytes left in the frame before anything
- * happens: a str/bin/ext body must fit, an array of n items needs at least
- * n more bytes and a map of n pairs 2n (every msgpack value is >= 1 byte).
- * The only allocations are the fields we keep (token ids, block ids,
- * strings), each bounded by the frame size. Values we do not read (unknown
- * map keys, ignored frames) are skipped with a pending-item counter rather
- * than recursion, so deep nesting cannot exhaust the stack.
+ * so a 5-byte frame (dd ff ff ff ff) would ask its zone for 64 GiB. The
+ * frames are read with the bounds-checked reader (core/mp_reader.h), which
+ * checks every declared length against the bytes left in the frame before
+ * anything happens: a str/bin/ext body must fit, an array of n items needs
+ * at least n more bytes and a map of n pairs 2n. The only allocations are
+ * the fields we keep (token ids, block ids, strings), each bounded by the
+ * frame size. Values we do not read (unknown map keys, ignored frames) are
+ * skipped with a pending-item counter rather than recursion, so deep
+ * nesting cannot exhaust the stack.
  *
  * Error codes: LMC_ERR_FORMAT for what is not a well-formed message of the
  * operation (bad msgpack, wrong type, wrong frame count, missing field),
@@ -28,12 +30,16 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/mp_reader.h"
+#include "core/msgpack_util.h"
+
 /* ---------------------------------------------------------------------- */
-/* Operation table                                                         */
+/* Legacy operation names                                                  */
 /* ---------------------------------------------------------------------- */
 
 /* LMCache's frozen legacy ids 1..34 (server-protocol.md section 2). */
@@ -81,280 +87,23 @@ const char *lmc_op_legacy_name(int64_t id)
     return id >= 1 && id < N_LEGACY ? LEGACY_NAMES[id] : NULL;
 }
 
-static bool op_implemented(int64_t id)
-{
-    switch (id) {
-    case LMC_OP_REGISTER_KV_CACHE:
-    case LMC_OP_UNREGISTER_KV_CACHE:
-    case LMC_OP_STORE:
-    case LMC_OP_RETRIEVE:
-    case LMC_OP_LOOKUP:
-    case LMC_OP_QUERY_PREFETCH_STATUS:
-    case LMC_OP_QUERY_PREFETCH_LOOKUP_HITS:
-    case LMC_OP_FREE_LOOKUP_LOCKS:
-    case LMC_OP_END_SESSION:
-    case LMC_OP_CLEAR:
-    case LMC_OP_GET_CHUNK_SIZE:
-    case LMC_OP_PING:
-    case LMC_OP_NOOP:
-        return true;
-    default:
-        return false;
-    }
-}
-
-const char *lmc_op_name(lmc_op op)
-{
-    return op_implemented(op) ? LEGACY_NAMES[op] : NULL;
-}
-
 /* ---------------------------------------------------------------------- */
-/* A bounds-checked msgpack cursor                                         */
+/* Reading (core/mp_reader.h)                                              */
 /* ---------------------------------------------------------------------- */
 
-typedef enum mtype {
-    MT_NIL,
-    MT_BOOL,
-    MT_INT,    /* fits int64_t: it.i */
-    MT_BIGINT, /* > INT64_MAX: it.u */
-    MT_FLOAT,
-    MT_STR,
-    MT_BIN,
-    MT_ARRAY,
-    MT_MAP,
-    MT_EXT,
-} mtype;
+typedef lmc_mp_reader cur;
+typedef lmc_mp_item item;
 
-typedef struct item {
-    mtype t;
-    bool b;
-    int64_t i;
-    uint64_t u;
-    const uint8_t *p; /* STR, BIN, EXT body */
-    uint32_t n;       /* STR/BIN/EXT bytes, ARRAY items, MAP pairs */
-} item;
-
-typedef struct cur {
-    const uint8_t *p;
-    const uint8_t *end;
-} cur;
-
-static uint64_t be(const uint8_t *p, size_t n)
+/* Type names in messages are Python's, as a client author sees them: a list, not an array. */
+static const char *type_name(lmc_mp_type t)
 {
-    uint64_t v = 0;
-    for (size_t k = 0; k < n; k++)
-        v = v << 8 | p[k];
-    return v;
+    return t == LMC_MP_ARRAY ? "list" : lmc_mp_type_name(t);
 }
 
-static const char *mtype_name(mtype t)
-{
-    switch (t) {
-    case MT_NIL:
-        return "nil";
-    case MT_BOOL:
-        return "bool";
-    case MT_INT:
-    case MT_BIGINT:
-        return "int";
-    case MT_FLOAT:
-        return "float";
-    case MT_STR:
-        return "str";
-    case MT_BIN:
-        return "bin";
-    case MT_ARRAY:
-        return "list";
-    case MT_MAP:
-        return "map";
-    case MT_EXT:
-        return "ext";
-    }
-    return "unknown";
-}
-
-/*
- * Read one item: scalars, strs, bins and exts whole, arrays and maps their
- * header only. False if the frame ends too early, a declared length or
- * count cannot fit in what is left, or the byte is the reserved 0xc1.
- */
-static bool next(cur *c, item *it)
-{
-    if (c->p >= c->end)
-        return false;
-    size_t left = (size_t)(c->end - c->p) - 1;
-    const uint8_t *q = c->p + 1;
-    uint8_t b = c->p[0];
-    size_t hdr = 0;  /* bytes of length/value after the type byte */
-    size_t body = 0; /* str/bin/ext body bytes */
-    memset(it, 0, sizeof(*it));
-
-    if (b <= 0x7f) {
-        it->t = MT_INT;
-        it->i = b;
-    } else if (b <= 0x8f) {
-        it->t = MT_MAP;
-        it->n = b & 0x0f;
-    } else if (b <= 0x9f) {
-        it->t = MT_ARRAY;
-        it->n = b & 0x0f;
-    } else if (b <= 0xbf) {
-        it->t = MT_STR;
-        body = b & 0x1f;
-    } else if (b >= 0xe0) {
-        it->t = MT_INT;
-        it->i = (int8_t)b;
-    } else {
-        switch (b) {
-        case 0xc0:
-            it->t = MT_NIL;
-            break;
-        case 0xc2:
-        case 0xc3:
-            it->t = MT_BOOL;
-            it->b = b == 0xc3;
-            break;
-        case 0xc4:
-        case 0xc5:
-        case 0xc6:
-        case 0xd9:
-        case 0xda:
-        case 0xdb:
-            it->t = b <= 0xc6 ? MT_BIN : MT_STR;
-            hdr = (size_t)1 << (b <= 0xc6 ? b - 0xc4 : b - 0xd9);
-            if (left < hdr)
-                return false;
-            body = (size_t)be(q, hdr);
-            break;
-        case 0xc7:
-        case 0xc8:
-        case 0xc9:
-            it->t = MT_EXT;
-            hdr = (size_t)1 << (b - 0xc7);
-            if (left < hdr)
-                return false;
-            body = (size_t)be(q, hdr);
-            hdr += 1; /* the ext type byte */
-            break;
-        case 0xd4:
-        case 0xd5:
-        case 0xd6:
-        case 0xd7:
-        case 0xd8:
-            it->t = MT_EXT;
-            hdr = 1;
-            body = (size_t)1 << (b - 0xd4);
-            break;
-        case 0xca:
-        case 0xcb:
-            it->t = MT_FLOAT;
-            hdr = b == 0xca ? 4 : 8;
-            break;
-        case 0xcc:
-        case 0xcd:
-        case 0xce:
-        case 0xcf:
-            hdr = (size_t)1 << (b - 0xcc);
-            if (left < hdr)
-                return false;
-            it->u = be(q, hdr);
-            if (it->u > INT64_MAX) {
-                it->t = MT_BIGINT;
-            } else {
-                it->t = MT_INT;
-                it->i = (int64_t)it->u;
-            }
-            break;
-        case 0xd0:
-        case 0xd1:
-        case 0xd2:
-        case 0xd3: {
-            hdr = (size_t)1 << (b - 0xd0);
-            if (left < hdr)
-                return false;
-            uint64_t v = be(q, hdr);
-            unsigned bits = 8 * (unsigned)hdr;
-            if (bits < 64 && (v >> (bits - 1)) != 0) /* sign-extend */
-                v |= ~(uint64_t)0 << bits;
-            it->t = MT_INT;
-            it->i = (int64_t)v;
-            break;
-        }
-        case 0xdc:
-        case 0xdd:
-        case 0xde:
-        case 0xdf:
-            it->t = b <= 0xdd ? MT_ARRAY : MT_MAP;
-            hdr = (b == 0xdc || b == 0xde) ? 2 : 4;
-            if (left < hdr)
-                return false;
-            it->n = (uint32_t)be(q, hdr);
-            break;
-        default: /* 0xc1, never used */
-            return false;
-        }
-    }
-    if (left < hdr || left - hdr < body)
-        return false;
-    /* Every array item or map key/value takes at least one more byte. */
-    uint64_t min_rest = it->t == MT_ARRAY ? it->n : it->t == MT_MAP ? 2 * (uint64_t)it->n : 0;
-    if (min_rest > left - hdr - body)
-        return false;
-    if (it->t == MT_STR || it->t == MT_BIN || it->t == MT_EXT) {
-        it->p = q + hdr;
-        it->n = (uint32_t)body;
-    }
-    c->p = q + hdr + body;
-    return true;
-}
-
-/*
- * The common case of a long int list, inline: a positive fixint or a
- * uint8/16/32 that fits the frame. Returns the bytes it takes, or 0 when
- * the general path (next) must decide, which also produces the errors.
- * Decoding 8k tokens this way takes ~1/5 of the time of calling next().
- */
-static inline size_t uint_fast(const cur *c, uint32_t *out)
-{
-    const uint8_t *p = c->p;
-    size_t left = (size_t)(c->end - p);
-    if (left == 0)
-        return 0;
-    uint8_t b = p[0];
-    if (b <= 0x7f) {
-        *out = b;
-        return 1;
-    }
-    if (b == 0xcc && left >= 2) {
-        *out = p[1];
-        return 2;
-    }
-    if (b == 0xcd && left >= 3) {
-        *out = (uint32_t)p[1] << 8 | p[2];
-        return 3;
-    }
-    if (b == 0xce && left >= 5) {
-        *out = (uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 8 | p[4];
-        return 5;
-    }
-    return 0;
-}
-
-/* Skip one whole value (any nesting depth, no recursion). */
+/* Skip one whole value: any nesting depth (no recursion). */
 static bool skip(cur *c)
 {
-    uint64_t pending = 1;
-    while (pending > 0) {
-        item it;
-        if (!next(c, &it))
-            return false;
-        pending--;
-        if (it.t == MT_ARRAY)
-            pending += it.n;
-        else if (it.t == MT_MAP)
-            pending += 2 * (uint64_t)it.n;
-    }
-    return true;
+    return lmc_mp_skip(c, LMC_MP_ANY_DEPTH) == LMC_MP_OK;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -405,28 +154,30 @@ static lmc_status malformed(dec *d, const char *field)
 
 static lmc_status wrong_type(dec *d, const char *field, const char *want, const item *it)
 {
-    return reject(d, LMC_ERR_FORMAT, "%s must be %s (got %s)", field, want, mtype_name(it->t));
+    return reject(d, LMC_ERR_FORMAT, "%s must be %s (got %s)", field, want, type_name(it->type));
 }
 
 static lmc_status rd(dec *d, cur *c, const char *field, item *it)
 {
-    return next(c, it) ? LMC_OK : malformed(d, field);
+    return lmc_mp_next(c, it) == LMC_MP_OK ? LMC_OK : malformed(d, field);
 }
 
 static lmc_status want_int(dec *d, const char *field, const item *it, int64_t lo, int64_t hi,
                            int64_t *out)
 {
-    if (it->t == MT_BIGINT)
-        return reject(d, LMC_ERR_INVALID,
-                      "%s must be in [%" PRId64 ", %" PRId64 "] (got %" PRIu64 ")", field, lo, hi,
-                      it->u);
-    if (it->t != MT_INT)
+    int64_t v;
+    if (!lmc_mp_get_int64(it, &v)) {
+        if (it->type == LMC_MP_UINT) /* above INT64_MAX */
+            return reject(d, LMC_ERR_INVALID,
+                          "%s must be in [%" PRId64 ", %" PRId64 "] (got %" PRIu64 ")", field, lo,
+                          hi, it->v.u);
         return wrong_type(d, field, "an int", it);
-    if (it->i < lo || it->i > hi)
+    }
+    if (v < lo || v > hi)
         return reject(d, LMC_ERR_INVALID,
                       "%s must be in [%" PRId64 ", %" PRId64 "] (got %" PRId64 ")", field, lo, hi,
-                      it->i);
-    *out = it->i;
+                      v);
+    *out = v;
     return LMC_OK;
 }
 
@@ -443,10 +194,10 @@ static lmc_status rd_str(dec *d, cur *c, const char *field, const uint8_t **p, s
     lmc_status st = rd(d, c, field, &it);
     if (st != LMC_OK)
         return st;
-    if (it.t != MT_STR)
+    if (it.type != LMC_MP_STR)
         return wrong_type(d, field, "a str", &it);
-    *p = it.p;
-    *n = it.n;
+    *p = (const uint8_t *)it.v.s.ptr;
+    *n = it.v.s.len;
     return LMC_OK;
 }
 
@@ -507,13 +258,21 @@ static lmc_status own_str(dec *d, const char *field, const uint8_t *p, size_t n,
     return LMC_OK;
 }
 
+/* 1..max bytes (0..max when may_be_empty). */
+static lmc_status check_length(dec *d, const char *field, size_t n, bool may_be_empty, int max)
+{
+    if (n == 0 && !may_be_empty)
+        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
+    if (n > (size_t)max)
+        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n, max);
+    return LMC_OK;
+}
+
 static lmc_status check_model_name(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n == 0)
-        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
-    if (n > LMC_MODEL_NAME_MAX)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_MODEL_NAME_MAX);
+    lmc_status st = check_length(d, field, n, false, LMC_MODEL_NAME_MAX);
+    if (st != LMC_OK)
+        return st;
     if (memchr(p, '@', n) != NULL) {
         char q[80];
         return reject(d, LMC_ERR_INVALID, "%s must not contain '@' (got '%s')", field,
@@ -524,12 +283,8 @@ static lmc_status check_model_name(dec *d, const char *field, const uint8_t *p, 
 
 static lmc_status check_request_id(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n == 0)
-        return reject(d, LMC_ERR_INVALID, "%s must not be empty", field);
-    if (n > LMC_PROTO_MAX_REQUEST_ID)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_PROTO_MAX_REQUEST_ID);
-    return LMC_OK;
+    (void)p;
+    return check_length(d, field, n, false, LMC_PROTO_MAX_REQUEST_ID);
 }
 
 /* ObjectKey's rules (core/types.c): none of '@' '/' '\' NUL; <= 128 characters. */
@@ -552,9 +307,9 @@ static lmc_status check_cache_salt(dec *d, const char *field, const uint8_t *p, 
 /* A POSIX shm name: "/name" or "name", no other '/', not "." or "..". */
 static lmc_status check_shm_name(dec *d, const char *field, const uint8_t *p, size_t n)
 {
-    if (n > LMC_PROTO_MAX_SHM_NAME)
-        return reject(d, LMC_ERR_INVALID, "%s is %zu bytes; at most %d allowed", field, n,
-                      LMC_PROTO_MAX_SHM_NAME);
+    lmc_status st = check_length(d, field, n, true, LMC_PROTO_MAX_SHM_NAME);
+    if (st != LMC_OK)
+        return st;
     const uint8_t *base = p;
     size_t bn = n;
     if (bn > 0 && base[0] == '/') {
@@ -572,21 +327,6 @@ static lmc_status check_shm_name(dec *d, const char *field, const uint8_t *p, si
     return LMC_OK;
 }
 
-/* Fields of a map payload: one bit each, to catch repeats and omissions. */
-static lmc_status seen_once(dec *d, const char *map, const char *name, uint32_t *seen, uint32_t bit)
-{
-    if (*seen & bit)
-        return reject(d, LMC_ERR_FORMAT, "%s has field '%s' twice", map, name);
-    *seen |= bit;
-    return LMC_OK;
-}
-
-static bool name_is(const item *k, const char *lit)
-{
-    size_t n = strlen(lit);
-    return k->n == n && memcmp(k->p, lit, n) == 0;
-}
-
 /* ---------------------------------------------------------------------- */
 /* Payload readers                                                         */
 /* ---------------------------------------------------------------------- */
@@ -597,18 +337,6 @@ typedef enum key_mode {
     KEY_ANY,    /* either (free_lookup_locks) */
 } key_mode;
 
-enum {
-    K_MODEL = 1u << 0,
-    K_WORLD = 1u << 1,
-    K_WORKER = 1u << 2,
-    K_TOKENS = 1u << 3,
-    K_START = 1u << 4,
-    K_END = 1u << 5,
-    K_REQID = 1u << 6,
-    K_SALT = 1u << 7,
-    K_READERS = 1u << 8,
-};
-
 static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
 {
     const char *field = "key.token_ids";
@@ -616,146 +344,196 @@ static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
     lmc_status st = rd(d, c, field, &it);
     if (st != LMC_OK)
         return st;
-    if (it.t != MT_ARRAY)
+    if (it.type != LMC_MP_ARRAY)
         return wrong_type(d, field, "a list of unsigned 32-bit ints", &it);
-    if (it.n > LMC_PROTO_MAX_TOKENS)
+    uint32_t count = it.v.n;
+    if (count > LMC_PROTO_MAX_TOKENS)
         return reject(d, LMC_ERR_INVALID, "%s has %" PRIu32 " tokens; at most %u allowed", field,
-                      it.n, LMC_PROTO_MAX_TOKENS);
+                      count, LMC_PROTO_MAX_TOKENS);
     free(key->token_ids);
     key->token_ids = NULL;
     key->n_tokens = 0;
-    if (it.n == 0)
+    if (count == 0)
         return LMC_OK;
-    /* it.n <= bytes left in the frame (checked by next), so this is bounded. */
-    uint32_t *t = malloc((size_t)it.n * sizeof(*t));
+    /* count <= bytes left in the frame (checked by the reader), so this is bounded. */
+    uint32_t *t = malloc((size_t)count * sizeof(*t));
     if (t == NULL)
-        return reject(d, LMC_ERR_NOMEM, "%s: out of memory (%" PRIu32 " tokens)", field, it.n);
+        return reject(d, LMC_ERR_NOMEM, "%s: out of memory (%" PRIu32 " tokens)", field, count);
     key->token_ids = t;
-    for (uint32_t k = 0; k < it.n; k++) {
-        /* Fast path: the unsigned encodings a packer uses for 0..2^32-1. */
-        uint32_t u;
-        size_t used = uint_fast(c, &u);
-        if (used > 0) {
-            t[k] = u;
-            c->p += used;
-            continue;
+    for (uint32_t k = 0; k < count; k++) {
+        uint64_t u;
+        if (!lmc_mp_take_uint(c, &u)) { /* not the common case: find out what it is */
+            item v;
+            if (lmc_mp_next(c, &v) != LMC_MP_OK)
+                return malformed(d, field);
+            if (v.type == LMC_MP_INT)
+                return reject(d, LMC_ERR_INVALID,
+                              "%s must be a list of unsigned 32-bit ints (item %" PRIu32
+                              " is %" PRId64 ")",
+                              field, k, v.v.i);
+            if (v.type != LMC_MP_UINT)
+                return reject(d, LMC_ERR_FORMAT,
+                              "%s must be a list of unsigned 32-bit ints (item %" PRIu32
+                              " is a %s)",
+                              field, k, type_name(v.type));
+            u = v.v.u;
         }
-        item v;
-        if ((st = rd(d, c, field, &v)) != LMC_OK)
-            return st;
-        if (v.t == MT_BIGINT)
+        if (u > UINT32_MAX)
             return reject(d, LMC_ERR_INVALID,
                           "%s must be a list of unsigned 32-bit ints (item %" PRIu32 " is %" PRIu64
                           ")",
-                          field, k, v.u);
-        if (v.t != MT_INT)
-            return reject(d, LMC_ERR_FORMAT,
-                          "%s must be a list of unsigned 32-bit ints (item %" PRIu32 " is a %s)",
-                          field, k, mtype_name(v.t));
-        if (v.i < 0 || v.i > (int64_t)UINT32_MAX)
-            return reject(d, LMC_ERR_INVALID,
-                          "%s must be a list of unsigned 32-bit ints (item %" PRIu32 " is %" PRId64
-                          ")",
-                          field, k, v.i);
-        t[k] = (uint32_t)v.i;
+                          field, k, u);
+        t[k] = (uint32_t)u;
     }
-    key->n_tokens = it.n;
+    key->n_tokens = count;
     return LMC_OK;
 }
 
-static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
+/*
+ * The fields of a map payload (a key, a kv_cache), one row each: how its
+ * value is read and where it goes in the struct being filled. A field may
+ * appear once; a required one must; unknown ones are skipped (forward
+ * compatibility). The required fields are checked in row order.
+ */
+typedef enum field_kind {
+    FIELD_INT,    /* rd_int in [lo, hi] into an int64_t */
+    FIELD_STR,    /* a str, passed to check (if any), copied into a char * */
+    FIELD_CUSTOM, /* read by custom */
+} field_kind;
+
+typedef lmc_status (*str_check)(dec *d, const char *field, const uint8_t *p, size_t n);
+
+typedef struct field_spec {
+    const char *name;
+    const char *path; /* "<map>.<name>", for messages */
+    field_kind kind;
+    bool required;
+    size_t off; /* of the destination in the struct (FIELD_INT, FIELD_STR) */
+    int64_t lo, hi;
+    str_check check;
+    lmc_status (*custom)(dec *d, cur *c, const char *field, void *dst);
+} field_spec;
+
+static lmc_status rd_field(dec *d, cur *c, const field_spec *f, const char *field, void *dst)
+{
+    char *base = dst;
+    const uint8_t *p;
+    size_t n;
+    lmc_status st;
+    switch (f->kind) {
+    case FIELD_INT:
+        return rd_int(d, c, field, f->lo, f->hi, (int64_t *)(void *)(base + f->off));
+    case FIELD_STR:
+        if ((st = rd_str(d, c, field, &p, &n)) != LMC_OK ||
+            (f->check != NULL && (st = f->check(d, field, p, n)) != LMC_OK))
+            return st;
+        return own_str(d, field, p, n, (char **)(void *)(base + f->off));
+    case FIELD_CUSTOM:
+        break;
+    }
+    return f->custom(d, c, field, dst);
+}
+
+/* Read the map named map (a top-level payload name) into dst by its field table. */
+static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *fields, size_t nf,
+                            void *dst)
 {
     item m;
-    lmc_status st = rd(d, c, "key", &m);
+    lmc_status st = rd(d, c, map, &m);
     if (st != LMC_OK)
         return st;
-    if (m.t != MT_MAP)
-        return wrong_type(d, "key", "a map", &m);
-    uint32_t seen = 0;
-    bool worker_nil = true;
+    if (m.type != LMC_MP_MAP)
+        return wrong_type(d, map, "a map", &m);
+    uint32_t seen = 0; /* bit k: fields[k] was read */
+    for (uint32_t k = 0; k < m.v.n; k++) {
+        item f;
+        if ((st = rd(d, c, map, &f)) != LMC_OK)
+            return st;
+        if (f.type != LMC_MP_STR)
+            return reject(d, LMC_ERR_FORMAT, "%s field names must be strs (got %s)", map,
+                          type_name(f.type));
+        size_t i = 0;
+        while (i < nf && !lmc_mp_str_is(&f, fields[i].name))
+            i++;
+        if (i == nf) { /* unknown field: forward compatibility */
+            if (skip(c))
+                continue;
+            char q[80], field[96];
+            snprintf(field, sizeof(field), "%s.%s", map,
+                     quote((const uint8_t *)f.v.s.ptr, f.v.s.len, q, sizeof(q)));
+            return malformed(d, field);
+        }
+        if (seen & (1u << i))
+            return reject(d, LMC_ERR_FORMAT, "%s has field '%s' twice", map, fields[i].name);
+        seen |= 1u << i;
+        if ((st = rd_field(d, c, &fields[i], fields[i].path, dst)) != LMC_OK)
+            return st;
+    }
+    for (size_t i = 0; i < nf; i++)
+        if (fields[i].required && !(seen & (1u << i)))
+            return reject(d, LMC_ERR_FORMAT, "%s is missing field '%s'", map, fields[i].name);
+    return LMC_OK;
+}
+
+/* key.worker_id: nil (a lookup: every rank) leaves -1, else a rank. */
+static lmc_status rd_worker_id(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_ipc_key *key = dst;
+    item v;
+    lmc_status st = rd(d, c, field, &v);
+    if (st != LMC_OK || v.type == LMC_MP_NIL)
+        return st;
+    return want_int(d, field, &v, 0, 254, &key->worker_id);
+}
+
+static lmc_status rd_token_list(dec *d, cur *c, const char *field, void *dst)
+{
+    (void)field;
+    return rd_token_ids(d, c, dst);
+}
+
+/* key.cache_salt: nil (None) is no salt. */
+static lmc_status rd_cache_salt(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_ipc_key *key = dst;
+    item v;
+    lmc_status st = rd(d, c, field, &v);
+    if (st != LMC_OK || v.type == LMC_MP_NIL)
+        return st;
+    if (v.type != LMC_MP_STR)
+        return wrong_type(d, field, "a str", &v);
+    const uint8_t *sp = (const uint8_t *)v.v.s.ptr;
+    if ((st = check_cache_salt(d, field, sp, v.v.s.len)) != LMC_OK)
+        return st;
+    return own_str(d, field, sp, v.v.s.len, &key->cache_salt);
+}
+
+#define KEY_AT(member) offsetof(lmc_ipc_key, member)
+#define KEY_FIELD(name, ...)                                                                       \
+    {                                                                                              \
+        name, "key." name, __VA_ARGS__                                                             \
+    }
+static const field_spec KEY_FIELDS[] = {
+    KEY_FIELD("model_name", FIELD_STR, true, KEY_AT(model_name), 0, 0, check_model_name, NULL),
+    KEY_FIELD("world_size", FIELD_INT, true, KEY_AT(world_size), 1, 255, NULL, NULL),
+    KEY_FIELD("worker_id", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_worker_id),
+    KEY_FIELD("token_ids", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_token_list),
+    KEY_FIELD("start", FIELD_INT, true, KEY_AT(start), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("end", FIELD_INT, true, KEY_AT(end), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("request_id", FIELD_STR, true, KEY_AT(request_id), 0, 0, check_request_id, NULL),
+    KEY_FIELD("cache_salt", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_cache_salt),
+    KEY_FIELD("num_kv_readers", FIELD_INT, false, KEY_AT(num_kv_readers), 1, 128, NULL, NULL),
+};
+
+static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
+{
     key->worker_id = -1;
     key->num_kv_readers = 1;
-    for (uint32_t k = 0; k < m.n; k++) {
-        item f;
-        if ((st = rd(d, c, "key", &f)) != LMC_OK)
-            return st;
-        if (f.t != MT_STR)
-            return reject(d, LMC_ERR_FORMAT, "key field names must be strs (got %s)",
-                          mtype_name(f.t));
-        const uint8_t *p;
-        size_t n;
-        if (name_is(&f, "model_name")) {
-            if ((st = seen_once(d, "key", "model_name", &seen, K_MODEL)) != LMC_OK ||
-                (st = rd_str(d, c, "key.model_name", &p, &n)) != LMC_OK ||
-                (st = check_model_name(d, "key.model_name", p, n)) != LMC_OK ||
-                (st = own_str(d, "key.model_name", p, n, &key->model_name)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "world_size")) {
-            if ((st = seen_once(d, "key", "world_size", &seen, K_WORLD)) != LMC_OK ||
-                (st = rd_int(d, c, "key.world_size", 1, 255, &key->world_size)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "worker_id")) {
-            item v;
-            if ((st = seen_once(d, "key", "worker_id", &seen, K_WORKER)) != LMC_OK ||
-                (st = rd(d, c, "key.worker_id", &v)) != LMC_OK)
-                return st;
-            if (v.t != MT_NIL) {
-                if ((st = want_int(d, "key.worker_id", &v, 0, 254, &key->worker_id)) != LMC_OK)
-                    return st;
-                worker_nil = false;
-            }
-        } else if (name_is(&f, "token_ids")) {
-            if ((st = seen_once(d, "key", "token_ids", &seen, K_TOKENS)) != LMC_OK ||
-                (st = rd_token_ids(d, c, key)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "start")) {
-            if ((st = seen_once(d, "key", "start", &seen, K_START)) != LMC_OK ||
-                (st = rd_int(d, c, "key.start", 0, INT64_MAX, &key->start)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "end")) {
-            if ((st = seen_once(d, "key", "end", &seen, K_END)) != LMC_OK ||
-                (st = rd_int(d, c, "key.end", 0, INT64_MAX, &key->end)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "request_id")) {
-            if ((st = seen_once(d, "key", "request_id", &seen, K_REQID)) != LMC_OK ||
-                (st = rd_str(d, c, "key.request_id", &p, &n)) != LMC_OK ||
-                (st = check_request_id(d, "key.request_id", p, n)) != LMC_OK ||
-                (st = own_str(d, "key.request_id", p, n, &key->request_id)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "cache_salt")) {
-            item v;
-            if ((st = seen_once(d, "key", "cache_salt", &seen, K_SALT)) != LMC_OK ||
-                (st = rd(d, c, "key.cache_salt", &v)) != LMC_OK)
-                return st;
-            if (v.t == MT_NIL) /* None: no salt */
-                continue;
-            if (v.t != MT_STR)
-                return wrong_type(d, "key.cache_salt", "a str", &v);
-            if ((st = check_cache_salt(d, "key.cache_salt", v.p, v.n)) != LMC_OK ||
-                (st = own_str(d, "key.cache_salt", v.p, v.n, &key->cache_salt)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "num_kv_readers")) {
-            if ((st = seen_once(d, "key", "num_kv_readers", &seen, K_READERS)) != LMC_OK ||
-                (st = rd_int(d, c, "key.num_kv_readers", 1, 128, &key->num_kv_readers)) != LMC_OK)
-                return st;
-        } else if (!skip(c)) { /* unknown field: forward compatibility */
-            char q[80], fld[96];
-            snprintf(fld, sizeof(fld), "key.%s", quote(f.p, f.n, q, sizeof(q)));
-            return malformed(d, fld);
-        }
-    }
-
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } required[] = {
-        {K_MODEL, "model_name"}, {K_WORLD, "world_size"}, {K_TOKENS, "token_ids"},
-        {K_START, "start"},      {K_END, "end"},          {K_REQID, "request_id"},
-    };
-    for (size_t k = 0; k < sizeof(required) / sizeof(required[0]); k++)
-        if (!(seen & required[k].bit))
-            return reject(d, LMC_ERR_FORMAT, "key is missing field '%s'", required[k].name);
-
+    lmc_status st =
+        rd_fields(d, c, "key", KEY_FIELDS, sizeof(KEY_FIELDS) / sizeof(KEY_FIELDS[0]), key);
+    if (st != LMC_OK)
+        return st;
+    bool worker_nil = key->worker_id < 0;
     if (mode == KEY_LOOKUP && !worker_nil)
         return reject(d, LMC_ERR_INVALID,
                       "key.worker_id must be nil for a lookup (got %" PRId64
@@ -781,80 +559,46 @@ static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
     return LMC_OK;
 }
 
-enum {
-    R_SHM = 1u << 0,
-    R_BLOCKS = 1u << 1,
-    R_TPB = 1u << 2,
-    R_BPT = 1u << 3,
-    R_DTYPE = 1u << 4,
+/* kv_cache.dtype: a torch dtype name. */
+static lmc_status rd_dtype(dec *d, cur *c, const char *field, void *dst)
+{
+    lmc_kv_region_desc *r = dst;
+    const uint8_t *p;
+    size_t n;
+    lmc_status st = rd_str(d, c, field, &p, &n);
+    if (st != LMC_OK)
+        return st;
+    lmc_error e;
+    if (lmc_dtype_from_name((const char *)p, n, &r->dtype, &e) != LMC_OK) {
+        char q[80];
+        return reject(d, LMC_ERR_INVALID, "%s: unknown torch dtype '%s'", field,
+                      quote(p, n, q, sizeof(q)));
+    }
+    return LMC_OK;
+}
+
+#define REGION_AT(member) offsetof(lmc_kv_region_desc, member)
+#define REGION_FIELD(name, ...)                                                                    \
+    {                                                                                              \
+        name, "kv_cache." name, __VA_ARGS__                                                        \
+    }
+static const field_spec REGION_FIELDS[] = {
+    REGION_FIELD("shm_name", FIELD_STR, true, REGION_AT(shm_name), 0, 0, check_shm_name, NULL),
+    REGION_FIELD("num_blocks", FIELD_INT, true, REGION_AT(num_blocks), 1, LMC_PROTO_MAX_BLOCKS,
+                 NULL, NULL),
+    REGION_FIELD("tokens_per_block", FIELD_INT, true, REGION_AT(tokens_per_block), 1, INT64_MAX,
+                 NULL, NULL),
+    REGION_FIELD("bytes_per_token", FIELD_INT, true, REGION_AT(bytes_per_token), 1, INT64_MAX, NULL,
+                 NULL),
+    REGION_FIELD("dtype", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_dtype),
 };
 
 static lmc_status rd_region(dec *d, cur *c, lmc_kv_region_desc *r)
 {
-    item m;
-    lmc_status st = rd(d, c, "kv_cache", &m);
+    lmc_status st = rd_fields(d, c, "kv_cache", REGION_FIELDS,
+                              sizeof(REGION_FIELDS) / sizeof(REGION_FIELDS[0]), r);
     if (st != LMC_OK)
         return st;
-    if (m.t != MT_MAP)
-        return wrong_type(d, "kv_cache", "a map", &m);
-    uint32_t seen = 0;
-    for (uint32_t k = 0; k < m.n; k++) {
-        item f;
-        if ((st = rd(d, c, "kv_cache", &f)) != LMC_OK)
-            return st;
-        if (f.t != MT_STR)
-            return reject(d, LMC_ERR_FORMAT, "kv_cache field names must be strs (got %s)",
-                          mtype_name(f.t));
-        const uint8_t *p;
-        size_t n;
-        if (name_is(&f, "shm_name")) {
-            if ((st = seen_once(d, "kv_cache", "shm_name", &seen, R_SHM)) != LMC_OK ||
-                (st = rd_str(d, c, "kv_cache.shm_name", &p, &n)) != LMC_OK ||
-                (st = check_shm_name(d, "kv_cache.shm_name", p, n)) != LMC_OK ||
-                (st = own_str(d, "kv_cache.shm_name", p, n, &r->shm_name)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "num_blocks")) {
-            if ((st = seen_once(d, "kv_cache", "num_blocks", &seen, R_BLOCKS)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.num_blocks", 1, LMC_PROTO_MAX_BLOCKS,
-                             &r->num_blocks)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "tokens_per_block")) {
-            if ((st = seen_once(d, "kv_cache", "tokens_per_block", &seen, R_TPB)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.tokens_per_block", 1, INT64_MAX,
-                             &r->tokens_per_block)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "bytes_per_token")) {
-            if ((st = seen_once(d, "kv_cache", "bytes_per_token", &seen, R_BPT)) != LMC_OK ||
-                (st = rd_int(d, c, "kv_cache.bytes_per_token", 1, INT64_MAX,
-                             &r->bytes_per_token)) != LMC_OK)
-                return st;
-        } else if (name_is(&f, "dtype")) {
-            if ((st = seen_once(d, "kv_cache", "dtype", &seen, R_DTYPE)) != LMC_OK ||
-                (st = rd_str(d, c, "kv_cache.dtype", &p, &n)) != LMC_OK)
-                return st;
-            lmc_error e;
-            if (lmc_dtype_from_name((const char *)p, n, &r->dtype, &e) != LMC_OK) {
-                char q[80];
-                return reject(d, LMC_ERR_INVALID, "kv_cache.dtype: unknown torch dtype '%s'",
-                              quote(p, n, q, sizeof(q)));
-            }
-        } else if (!skip(c)) {
-            char q[80], fld[96];
-            snprintf(fld, sizeof(fld), "kv_cache.%s", quote(f.p, f.n, q, sizeof(q)));
-            return malformed(d, fld);
-        }
-    }
-    static const struct {
-        uint32_t bit;
-        const char *name;
-    } required[] = {
-        {R_SHM, "shm_name"},        {R_BLOCKS, "num_blocks"}, {R_TPB, "tokens_per_block"},
-        {R_BPT, "bytes_per_token"}, {R_DTYPE, "dtype"},
-    };
-    for (size_t k = 0; k < sizeof(required) / sizeof(required[0]); k++)
-        if (!(seen & required[k].bit))
-            return reject(d, LMC_ERR_FORMAT, "kv_cache is missing field '%s'", required[k].name);
-
     int64_t per_block, total;
     if (__builtin_mul_overflow(r->tokens_per_block, r->bytes_per_token, &per_block) ||
         __builtin_mul_overflow(per_block, r->num_blocks, &total) || (uint64_t)total > SIZE_MAX)
@@ -877,56 +621,54 @@ static lmc_status rd_block_ids(dec *d, cur *c, lmc_request *req)
     lmc_status st = rd(d, c, "block_ids", &outer);
     if (st != LMC_OK)
         return st;
-    if (outer.t != MT_ARRAY)
+    if (outer.type != LMC_MP_ARRAY)
         return wrong_type(d, "block_ids", "a list of one list of block ids", &outer);
-    if (outer.n != 1)
+    if (outer.v.n != 1)
         return reject(d, LMC_ERR_INVALID,
                       "block_ids has %" PRIu32
                       " KV groups; this server supports exactly one (a list of one list)",
-                      outer.n);
+                      outer.v.n);
     item inner;
     if ((st = rd(d, c, "block_ids[0]", &inner)) != LMC_OK)
         return st;
-    if (inner.t != MT_ARRAY)
+    if (inner.type != LMC_MP_ARRAY)
         return wrong_type(d, "block_ids[0]", "a list of block ids", &inner);
-    if (inner.n > LMC_PROTO_MAX_BLOCKS)
+    uint32_t count = inner.v.n;
+    if (count > LMC_PROTO_MAX_BLOCKS)
         return reject(d, LMC_ERR_INVALID, "block_ids[0] has %" PRIu32 " ids; at most %u allowed",
-                      inner.n, LMC_PROTO_MAX_BLOCKS);
-    if (inner.n == 0)
+                      count, LMC_PROTO_MAX_BLOCKS);
+    if (count == 0)
         return LMC_OK;
-    int64_t *ids = malloc((size_t)inner.n * sizeof(*ids));
+    int64_t *ids = malloc((size_t)count * sizeof(*ids));
     if (ids == NULL)
-        return reject(d, LMC_ERR_NOMEM, "block_ids: out of memory (%" PRIu32 " ids)", inner.n);
+        return reject(d, LMC_ERR_NOMEM, "block_ids: out of memory (%" PRIu32 " ids)", count);
     req->block_ids = ids;
-    for (uint32_t k = 0; k < inner.n; k++) {
-        uint32_t u;
-        size_t used = uint_fast(c, &u);
-        if (used > 0) {
-            ids[k] = u;
-            c->p += used;
-            continue;
+    for (uint32_t k = 0; k < count; k++) {
+        uint64_t u;
+        if (!lmc_mp_take_uint(c, &u)) { /* not the common case: find out what it is */
+            item v;
+            if (lmc_mp_next(c, &v) != LMC_MP_OK)
+                return malformed(d, "block_ids[0]");
+            if (v.type == LMC_MP_INT)
+                return reject(d, LMC_ERR_INVALID,
+                              "block_ids[0] must be a list of non-negative ints (item %" PRIu32
+                              " is %" PRId64 ")",
+                              k, v.v.i);
+            if (v.type != LMC_MP_UINT)
+                return reject(d, LMC_ERR_FORMAT,
+                              "block_ids[0] must be a list of non-negative ints (item %" PRIu32
+                              " is a %s)",
+                              k, type_name(v.type));
+            u = v.v.u;
         }
-        item v;
-        if ((st = rd(d, c, "block_ids[0]", &v)) != LMC_OK)
-            return st;
-        if (v.t != MT_INT && v.t != MT_BIGINT)
-            return reject(d, LMC_ERR_FORMAT,
-                          "block_ids[0] must be a list of non-negative ints (item %" PRIu32
-                          " is a %s)",
-                          k, mtype_name(v.t));
-        if (v.t == MT_BIGINT)
+        if (u > (uint64_t)INT64_MAX)
             return reject(d, LMC_ERR_INVALID,
                           "block_ids[0] must be a list of non-negative ints (item %" PRIu32
                           " is %" PRIu64 ")",
-                          k, v.u);
-        if (v.i < 0)
-            return reject(d, LMC_ERR_INVALID,
-                          "block_ids[0] must be a list of non-negative ints (item %" PRIu32
-                          " is %" PRId64 ")",
-                          k, v.i);
-        ids[k] = v.i;
+                          k, u);
+        ids[k] = (int64_t)u;
     }
-    req->n_block_ids = inner.n;
+    req->n_block_ids = count;
     return LMC_OK;
 }
 
@@ -936,7 +678,7 @@ static lmc_status rd_bin_ignored(dec *d, cur *c, const char *field)
     lmc_status st = rd(d, c, field, &it);
     if (st != LMC_OK)
         return st;
-    return it.t == MT_BIN ? LMC_OK : wrong_type(d, field, "bytes (bin)", &it);
+    return it.type == LMC_MP_BIN ? LMC_OK : wrong_type(d, field, "bytes (bin)", &it);
 }
 
 static lmc_status rd_request_id(dec *d, cur *c, const char *field, char **out)
@@ -998,9 +740,9 @@ static lmc_status p_ping(dec *d, cur *f, size_t n, lmc_request *req)
         return LMC_OK;
     item it;
     lmc_status st = rd(d, &f[0], "instance_id", &it);
-    if (st != LMC_OK || it.t == MT_NIL)
+    if (st != LMC_OK || it.type == LMC_MP_NIL)
         return st;
-    if (it.t != MT_INT && it.t != MT_BIGINT)
+    if (it.type != LMC_MP_UINT && it.type != LMC_MP_INT)
         return wrong_type(d, "instance_id", "an int or nil", &it);
     if ((st = want_int(d, "instance_id", &it, INT64_MIN, INT64_MAX, &req->instance_id)) != LMC_OK)
         return st;
@@ -1058,43 +800,36 @@ static lmc_status p_clear(dec *d, cur *f, size_t n, lmc_request *req)
     lmc_status st = rd(d, &f[0], "force", &it);
     if (st != LMC_OK)
         return st;
-    if (it.t != MT_BOOL)
+    if (it.type != LMC_MP_BOOL)
         return wrong_type(d, "force", "a bool", &it);
-    req->force = it.b;
+    req->force = it.v.b;
     return LMC_OK;
 }
 
 typedef struct op_entry {
-    lmc_op op;
+    const char *name;
     uint8_t min, max; /* payload frames */
     const char *usage;
-    payload_fn fn;
+    payload_fn fn; /* NULL: not implemented */
 } op_entry;
 
+/* Indexed by legacy id: one entry per row of ops.def. */
 static const op_entry OPS[] = {
-    {LMC_OP_REGISTER_KV_CACHE, 5, 5, "instance_id, kv_cache, model_name, world_size, worker_id",
-     p_register},
-    {LMC_OP_UNREGISTER_KV_CACHE, 1, 1, "instance_id", p_instance},
-    {LMC_OP_STORE, 4, 4, "key, instance_id, block_ids, event_ipc_handle", p_transfer},
-    {LMC_OP_RETRIEVE, 4, 5, "key, instance_id, block_ids, event_ipc_handle, [skip_first_n_tokens]",
-     p_transfer},
-    {LMC_OP_LOOKUP, 1, 2, "key, [tp_size]", p_lookup},
-    {LMC_OP_QUERY_PREFETCH_STATUS, 1, 1, "request_id", p_request_id},
-    {LMC_OP_QUERY_PREFETCH_LOOKUP_HITS, 1, 1, "request_id", p_request_id},
-    {LMC_OP_FREE_LOOKUP_LOCKS, 1, 2, "key, [tp_size]", p_free_locks},
-    {LMC_OP_END_SESSION, 1, 2, "request_id, [end_info]", p_request_id},
-    {LMC_OP_CLEAR, 0, 1, "[force]", p_clear},
-    {LMC_OP_GET_CHUNK_SIZE, 0, 0, "none", p_none},
-    {LMC_OP_PING, 0, 1, "[instance_id]", p_ping},
-    {LMC_OP_NOOP, 0, 0, "none", p_none},
+#define LMC_SERVER_OP(name, id, wire, min, max, usage, decode, handle)                             \
+    [id] = {wire, min, max, usage, decode},
+#include "server/ops.def"
 };
+#define N_OPS ((int64_t)(sizeof(OPS) / sizeof(OPS[0])))
 
-static const op_entry *op_entry_of(lmc_op op)
+static const op_entry *op_entry_of(int64_t id)
 {
-    for (size_t k = 0; k < sizeof(OPS) / sizeof(OPS[0]); k++)
-        if (OPS[k].op == op)
-            return &OPS[k];
-    return NULL;
+    return id > 0 && id < N_OPS && OPS[id].fn != NULL ? &OPS[id] : NULL;
+}
+
+const char *lmc_op_name(lmc_op op)
+{
+    const op_entry *e = op_entry_of(op);
+    return e != NULL ? e->name : NULL;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -1103,8 +838,8 @@ static const op_entry *op_entry_of(lmc_op op)
 
 static cur frame_cur(const void *const *frames, const size_t *lens, size_t k)
 {
-    const uint8_t *p = frames[k] != NULL ? frames[k] : (const uint8_t *)"";
-    cur c = {p, p + (frames[k] != NULL ? lens[k] : 0)};
+    cur c;
+    lmc_mp_reader_init(&c, frames[k], frames[k] != NULL ? lens[k] : 0);
     return c;
 }
 
@@ -1114,37 +849,39 @@ static lmc_status decode_op(dec *d, cur *c, lmc_op *op)
     lmc_status st = rd(d, c, "operation", &it);
     if (st != LMC_OK)
         return st;
-    if (c->p != c->end)
+    if (lmc_mp_left(c) != 0)
         return reject(d, LMC_ERR_FORMAT, "operation: %zu trailing bytes after the value",
-                      (size_t)(c->end - c->p));
-    if (it.t == MT_INT || it.t == MT_BIGINT) {
-        if (it.t == MT_INT && op_implemented(it.i)) {
-            *op = (lmc_op)it.i;
+                      lmc_mp_left(c));
+    int64_t id;
+    if (lmc_mp_get_int64(&it, &id)) {
+        if (op_entry_of(id) != NULL) {
+            *op = (lmc_op)id;
             return LMC_OK;
         }
-        const char *legacy = it.t == MT_INT ? lmc_op_legacy_name(it.i) : NULL;
+        const char *legacy = lmc_op_legacy_name(id);
         if (legacy != NULL)
             return reject(d, LMC_ERR_INVALID,
-                          "operation id %" PRId64 " (%s) is not implemented by this server", it.i,
+                          "operation id %" PRId64 " (%s) is not implemented by this server", id,
                           legacy);
-        if (it.t == MT_BIGINT)
-            return reject(d, LMC_ERR_INVALID, "unknown operation id %" PRIu64, it.u);
-        return reject(d, LMC_ERR_INVALID, "unknown operation id %" PRId64, it.i);
+        return reject(d, LMC_ERR_INVALID, "unknown operation id %" PRId64, id);
     }
-    if (it.t == MT_STR) {
-        for (int64_t id = 1; id < N_LEGACY; id++) {
-            if (strlen(LEGACY_NAMES[id]) != it.n || memcmp(LEGACY_NAMES[id], it.p, it.n) != 0)
-                continue;
-            if (op_implemented(id)) {
-                *op = (lmc_op)id;
+    if (it.type == LMC_MP_UINT) /* above INT64_MAX */
+        return reject(d, LMC_ERR_INVALID, "unknown operation id %" PRIu64, it.v.u);
+    if (it.type == LMC_MP_STR) {
+        for (int64_t k = 1; k < N_OPS; k++) {
+            if (OPS[k].fn != NULL && lmc_mp_str_is(&it, OPS[k].name)) {
+                *op = (lmc_op)k;
                 return LMC_OK;
             }
-            return reject(d, LMC_ERR_INVALID, "operation '%s' is not implemented by this server",
-                          LEGACY_NAMES[id]);
+        }
+        for (int64_t k = 1; k < N_LEGACY; k++) {
+            if (lmc_mp_str_is(&it, LEGACY_NAMES[k]))
+                return reject(d, LMC_ERR_INVALID,
+                              "operation '%s' is not implemented by this server", LEGACY_NAMES[k]);
         }
         char q[80];
         return reject(d, LMC_ERR_INVALID, "unknown operation '%s'",
-                      quote(it.p, it.n, q, sizeof(q)));
+                      quote((const uint8_t *)it.v.s.ptr, it.v.s.len, q, sizeof(q)));
     }
     return wrong_type(d, "operation", "an int id or a str name", &it);
 }
@@ -1179,9 +916,9 @@ lmc_status lmc_request_decode(const void *const *frames, const size_t *lens, siz
     cur u = frame_cur(frames, lens, 0);
     if ((st = rd_int(&d, &u, "request_uid", INT64_MIN, INT64_MAX, &req->uid)) != LMC_OK)
         return st;
-    if (u.p != u.end)
+    if (lmc_mp_left(&u) != 0)
         return reject(&d, LMC_ERR_FORMAT, "request_uid: %zu trailing bytes after the value",
-                      (size_t)(u.end - u.p));
+                      lmc_mp_left(&u));
     if (n_frames < 2)
         return reject(&d, LMC_ERR_FORMAT, "1 frame; expected [request_uid, operation, payload...]");
     cur o = frame_cur(frames, lens, 1);
@@ -1213,10 +950,10 @@ lmc_status lmc_request_decode(const void *const *frames, const size_t *lens, siz
     if ((st = e->fn(&d, c, n, req)) != LMC_OK)
         goto fail;
     for (size_t k = 0; k < n; k++)
-        if (c[k].p != c[k].end) {
+        if (lmc_mp_left(&c[k]) != 0) {
             st = reject(&d, LMC_ERR_FORMAT,
                         "payload frame %zu has %zu trailing bytes after the value", k + 1,
-                        (size_t)(c[k].end - c[k].p));
+                        lmc_mp_left(&c[k]));
             goto fail;
         }
     return LMC_OK;
@@ -1261,13 +998,6 @@ static msgpack_packer packer_of(msgpack_sbuffer *out)
     return pk;
 }
 
-static void pack_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = s != NULL ? strlen(s) : 0;
-    msgpack_pack_str(pk, n);
-    msgpack_pack_str_body(pk, s != NULL ? s : "", n);
-}
-
 void lmc_response_nil(msgpack_sbuffer *out)
 {
     msgpack_packer pk = packer_of(out);
@@ -1292,7 +1022,7 @@ void lmc_response_int(msgpack_sbuffer *out, int64_t v)
 void lmc_response_str(msgpack_sbuffer *out, const char *s)
 {
     msgpack_packer pk = packer_of(out);
-    pack_str(&pk, s);
+    lmc_msgpack_pack_cstr(&pk, s);
 }
 
 void lmc_response_transfer(msgpack_sbuffer *out, bool ok)
@@ -1311,8 +1041,8 @@ void lmc_response_error(msgpack_sbuffer *out, const char *message)
 {
     msgpack_packer pk = packer_of(out);
     msgpack_pack_map(&pk, 1);
-    pack_str(&pk, "error");
-    pack_str(&pk, message);
+    lmc_msgpack_pack_cstr(&pk, "error");
+    lmc_msgpack_pack_cstr(&pk, message);
 }
 
 void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_t request_uid,
@@ -1327,44 +1057,44 @@ void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_
 void lmc_ipc_key_encode(msgpack_packer *pk, const lmc_ipc_key *key)
 {
     msgpack_pack_map(pk, 9);
-    pack_str(pk, "model_name");
-    pack_str(pk, key->model_name);
-    pack_str(pk, "world_size");
+    lmc_msgpack_pack_cstr(pk, "model_name");
+    lmc_msgpack_pack_cstr(pk, key->model_name);
+    lmc_msgpack_pack_cstr(pk, "world_size");
     msgpack_pack_int64(pk, key->world_size);
-    pack_str(pk, "worker_id");
+    lmc_msgpack_pack_cstr(pk, "worker_id");
     if (key->worker_id < 0)
         msgpack_pack_nil(pk);
     else
         msgpack_pack_int64(pk, key->worker_id);
-    pack_str(pk, "token_ids");
+    lmc_msgpack_pack_cstr(pk, "token_ids");
     msgpack_pack_array(pk, key->n_tokens);
     for (size_t k = 0; k < key->n_tokens; k++)
         msgpack_pack_uint32(pk, key->token_ids[k]);
-    pack_str(pk, "start");
+    lmc_msgpack_pack_cstr(pk, "start");
     msgpack_pack_int64(pk, key->start);
-    pack_str(pk, "end");
+    lmc_msgpack_pack_cstr(pk, "end");
     msgpack_pack_int64(pk, key->end);
-    pack_str(pk, "request_id");
-    pack_str(pk, key->request_id);
-    pack_str(pk, "cache_salt");
-    pack_str(pk, key->cache_salt);
-    pack_str(pk, "num_kv_readers");
+    lmc_msgpack_pack_cstr(pk, "request_id");
+    lmc_msgpack_pack_cstr(pk, key->request_id);
+    lmc_msgpack_pack_cstr(pk, "cache_salt");
+    lmc_msgpack_pack_cstr(pk, key->cache_salt);
+    lmc_msgpack_pack_cstr(pk, "num_kv_readers");
     msgpack_pack_int64(pk, key->num_kv_readers);
 }
 
 void lmc_kv_region_encode(msgpack_packer *pk, const lmc_kv_region_desc *r)
 {
     msgpack_pack_map(pk, 5);
-    pack_str(pk, "shm_name");
-    pack_str(pk, r->shm_name);
-    pack_str(pk, "num_blocks");
+    lmc_msgpack_pack_cstr(pk, "shm_name");
+    lmc_msgpack_pack_cstr(pk, r->shm_name);
+    lmc_msgpack_pack_cstr(pk, "num_blocks");
     msgpack_pack_int64(pk, r->num_blocks);
-    pack_str(pk, "tokens_per_block");
+    lmc_msgpack_pack_cstr(pk, "tokens_per_block");
     msgpack_pack_int64(pk, r->tokens_per_block);
-    pack_str(pk, "bytes_per_token");
+    lmc_msgpack_pack_cstr(pk, "bytes_per_token");
     msgpack_pack_int64(pk, r->bytes_per_token);
-    pack_str(pk, "dtype");
-    pack_str(pk, lmc_dtype_name(r->dtype));
+    lmc_msgpack_pack_cstr(pk, "dtype");
+    lmc_msgpack_pack_cstr(pk, lmc_dtype_name(r->dtype));
 }
 
 void lmc_block_ids_encode(msgpack_packer *pk, const int64_t *ids, size_t n)

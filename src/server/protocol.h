@@ -1,9 +1,10 @@
 /*
  * protocol.h -- the wire protocol of `lmcache server` (pinned version).
  *
- * Owns: the operation table (LMCache's frozen legacy ids and snake-case
- * names), the decoding and validation of request payload frames into C
- * structs, and the encoding of responses (spec/server-protocol.md section
+ * Owns: LMCache's frozen legacy operation ids and snake-case names, the
+ * decoding and validation of request payload frames into C structs (the
+ * operations and their payload decoders come from ops.def), and the
+ * encoding of responses (spec/server-protocol.md section
  * 2, with CPU shared memory in place of CUDA IPC; docs/protocol.md is the
  * user-facing description).
  *
@@ -31,22 +32,14 @@
 #include "lmcache/status.h"
 #include "lmcache/types.h"
 
-/* LMCache's frozen legacy ids (server-protocol.md section 2). */
+/*
+ * The implemented operations by LMCache's frozen legacy ids
+ * (server-protocol.md section 2), from the operation table ops.def.
+ */
 typedef enum lmc_op {
     LMC_OP_INVALID = 0,
-    LMC_OP_REGISTER_KV_CACHE = 1,
-    LMC_OP_UNREGISTER_KV_CACHE = 2,
-    LMC_OP_STORE = 6,
-    LMC_OP_RETRIEVE = 7,
-    LMC_OP_LOOKUP = 8,
-    LMC_OP_QUERY_PREFETCH_STATUS = 9,
-    LMC_OP_QUERY_PREFETCH_LOOKUP_HITS = 11,
-    LMC_OP_FREE_LOOKUP_LOCKS = 12,
-    LMC_OP_END_SESSION = 13,
-    LMC_OP_CLEAR = 20,
-    LMC_OP_GET_CHUNK_SIZE = 21,
-    LMC_OP_PING = 22,
-    LMC_OP_NOOP = 24,
+#define LMC_SERVER_OP(name, id, wire, min, max, usage, decode, handle) LMC_OP_##name = id,
+#include "server/ops.def"
 } lmc_op;
 
 /* "register_kv_cache", ...; NULL for an id this server does not implement. */

@@ -20,6 +20,7 @@
 #include <openssl/evp.h>
 #include <stdlib.h>
 
+#include "core/byteorder.h"
 #include "core/log.h"
 
 const uint8_t LMC_TOKEN_NONE_HASH[LMC_TOKEN_HASH_LEN] = {
@@ -62,11 +63,7 @@ size_t lmc_token_chunk_hashes_from(const uint8_t *prev, const uint32_t *tokens, 
         for (size_t done = 0; done < chunk_size;) {
             size_t k = chunk_size - done < TOKEN_BATCH ? chunk_size - done : TOKEN_BATCH;
             for (size_t j = 0; j < k; j++) {
-                uint32_t v = t[done + j];
-                be[4 * j] = (uint8_t)(v >> 24);
-                be[4 * j + 1] = (uint8_t)(v >> 16);
-                be[4 * j + 2] = (uint8_t)(v >> 8);
-                be[4 * j + 3] = (uint8_t)v;
+                lmc_put_be32(be + 4 * j, t[done + j]);
             }
             if (EVP_DigestUpdate(ctx, be, 4 * k) != 1)
                 fail("EVP_DigestUpdate");

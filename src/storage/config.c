@@ -105,52 +105,6 @@ static lmc_status set_string(char **slot, const char *value)
     return LMC_OK;
 }
 
-/* A deep copy through the public accessors (json.h has none). NULL on OOM. */
-static lmc_json *json_copy(const lmc_json *v)
-{
-    size_t len = 0;
-    switch (lmc_json_type_of(v)) {
-    case LMC_JSON_NULL:
-        return lmc_json_null();
-    case LMC_JSON_BOOL:
-        return lmc_json_bool(lmc_json_get_bool(v));
-    case LMC_JSON_INT:
-        return lmc_json_int(lmc_json_get_int(v));
-    case LMC_JSON_FLOAT:
-        return lmc_json_float(lmc_json_get_number(v));
-    case LMC_JSON_STRING: {
-        const char *s = lmc_json_get_string(v, &len);
-        return lmc_json_stringn(s, len);
-    }
-    case LMC_JSON_ARRAY: {
-        lmc_json *arr = lmc_json_array();
-        if (arr == NULL)
-            return NULL;
-        for (size_t i = 0; i < lmc_json_size(v); i++) {
-            if (lmc_json_array_append(arr, json_copy(lmc_json_array_at(v, i))) != LMC_OK) {
-                lmc_json_free(arr);
-                return NULL;
-            }
-        }
-        return arr;
-    }
-    case LMC_JSON_OBJECT: {
-        lmc_json *obj = lmc_json_object();
-        if (obj == NULL)
-            return NULL;
-        for (size_t i = 0; i < lmc_json_size(v); i++) {
-            lmc_json *child = json_copy(lmc_json_object_value_at(v, i));
-            if (lmc_json_object_set(obj, lmc_json_object_key_at(v, i), child) != LMC_OK) {
-                lmc_json_free(obj);
-                return NULL;
-            }
-        }
-        return obj;
-    }
-    }
-    return NULL;
-}
-
 /*
  * The names a choice flag accepts, from the registry that owns them (so a
  * new policy there is a new choice here, in the parser and in --help); 0
@@ -676,7 +630,7 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
 
     /* L2AdaptersConfig */
     for (size_t i = 0; i < cfg->n_l2_adapters; i++) {
-        lmc_status s = lmc_json_array_append(adapters, json_copy(cfg->l2_adapters[i]));
+        lmc_status s = lmc_json_array_append(adapters, lmc_json_copy(cfg->l2_adapters[i]));
         if (st == LMC_OK)
             st = s;
     }
@@ -753,7 +707,7 @@ lmc_status lmc_sm_config_copy(lmc_sm_config *dst, const lmc_sm_config *src)
         if (dst->l2_adapters == NULL)
             goto fail;
         for (size_t i = 0; i < src->n_l2_adapters; i++) {
-            dst->l2_adapters[i] = json_copy(src->l2_adapters[i]);
+            dst->l2_adapters[i] = lmc_json_copy(src->l2_adapters[i]);
             if (dst->l2_adapters[i] == NULL)
                 goto fail;
             dst->n_l2_adapters++;

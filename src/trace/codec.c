@@ -29,8 +29,8 @@
  * encode/decode (including those made by codecs) goes through, so a cyclic
  * value or a hostile payload cannot exhaust the stack.
  */
-#include "core/msgpack_util.h"
 #include "trace/codec.h"
+#include "core/msgpack_util.h"
 
 #include <inttypes.h>
 #include <pthread.h>
@@ -293,19 +293,6 @@ static lmc_status pack_failed(lmc_error *err)
     return lmc_error_set(err, LMC_ERR_NOMEM, "trace.codecs: out of memory while encoding");
 }
 
-static int pack_str(msgpack_packer *pk, const char *s, size_t n)
-{
-    int r = msgpack_pack_str(pk, n);
-    if (r == 0 && n > 0)
-        r = msgpack_pack_str_body(pk, s, n);
-    return r;
-}
-
-static int pack_lit(msgpack_packer *pk, const char *s)
-{
-    return pack_str(pk, s, strlen(s));
-}
-
 static bool obj_str_is(const msgpack_object *o, const char *lit, size_t n)
 {
     return o->type == MSGPACK_OBJECT_STR && o->via.str.size == n &&
@@ -410,36 +397,19 @@ static lmc_status as_format_error(lmc_error *err, const char *tag)
 static lmc_status get_int(const msgpack_object *o, const char *tag, const char *field, int64_t *out,
                           lmc_error *err)
 {
-    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER) {
-        if (o->via.u64 > (uint64_t)INT64_MAX)
-            return bad_payload(err, tag, "'%s' %" PRIu64 " is out of range", field, o->via.u64);
-        *out = (int64_t)o->via.u64;
+    if (lmc_msgpack_get_int64(o, out))
         return LMC_OK;
-    }
-    if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER) {
-        *out = o->via.i64;
-        return LMC_OK;
-    }
+    if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        return bad_payload(err, tag, "'%s' %" PRIu64 " is out of range", field, o->via.u64);
     return bad_payload(err, tag, "'%s' must be an int, got %s", field, lmc_msgpack_type_name(o));
 }
 
 static lmc_status get_float(const msgpack_object *o, const char *tag, const char *field,
                             double *out, lmc_error *err)
 {
-    switch (o->type) {
-    case MSGPACK_OBJECT_FLOAT32:
-    case MSGPACK_OBJECT_FLOAT64:
-        *out = o->via.f64;
+    if (lmc_msgpack_get_double(o, out))
         return LMC_OK;
-    case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        *out = (double)o->via.u64;
-        return LMC_OK;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        *out = (double)o->via.i64;
-        return LMC_OK;
-    default:
-        return bad_payload(err, tag, "'%s' must be a float, got %s", field, lmc_msgpack_type_name(o));
-    }
+    return bad_payload(err, tag, "'%s' must be a float, got %s", field, lmc_msgpack_type_name(o));
 }
 
 static lmc_status need_field(const msgpack_object *o, const char *tag, const char *field,
@@ -454,7 +424,8 @@ static lmc_status need_type(const msgpack_object *o, msgpack_object_type type, c
                             const char *field, const char *want, lmc_error *err)
 {
     if (o->type != type)
-        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want, lmc_msgpack_type_name(o));
+        return bad_payload(err, tag, "'%s' must be %s, got %s", field, want,
+                           lmc_msgpack_type_name(o));
     return LMC_OK;
 }
 
@@ -529,18 +500,18 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
     }
     /* Long strings: piece by piece. */
     PK(msgpack_pack_map(pk, 5));
-    PK(pack_lit(pk, "chunk_hash"));
+    PK(lmc_msgpack_pack_cstr(pk, "chunk_hash"));
     PK(msgpack_pack_bin(pk, hash_len));
     if (hash_len > 0)
         PK(msgpack_pack_bin_body(pk, k->chunk_hash, hash_len));
-    PK(pack_lit(pk, "model_name"));
-    PK(pack_lit(pk, model));
-    PK(pack_lit(pk, "kv_rank"));
+    PK(lmc_msgpack_pack_cstr(pk, "model_name"));
+    PK(lmc_msgpack_pack_cstr(pk, model));
+    PK(lmc_msgpack_pack_cstr(pk, "kv_rank"));
     PK(msgpack_pack_int64(pk, k->kv_rank));
-    PK(pack_lit(pk, "object_group_id"));
+    PK(lmc_msgpack_pack_cstr(pk, "object_group_id"));
     PK(msgpack_pack_int64(pk, k->object_group_id));
-    PK(pack_lit(pk, "cache_salt"));
-    PK(pack_lit(pk, salt));
+    PK(lmc_msgpack_pack_cstr(pk, "cache_salt"));
+    PK(lmc_msgpack_pack_cstr(pk, salt));
     return LMC_OK;
 }
 
@@ -596,7 +567,7 @@ static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "trace.codecs: MemoryLayoutDesc has %" PRIu32 " tensors", d->count);
     PK(msgpack_pack_map(pk, 2));
-    PK(pack_lit(pk, "shapes"));
+    PK(lmc_msgpack_pack_cstr(pk, "shapes"));
     PK(msgpack_pack_array(pk, d->count));
     for (uint32_t i = 0; i < d->count; i++) {
         const lmc_shape *s = &d->shapes[i];
@@ -609,13 +580,13 @@ static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         for (uint32_t j = 0; j < s->ndim; j++)
             PK(msgpack_pack_int64(pk, s->dims[j]));
     }
-    PK(pack_lit(pk, "dtypes"));
+    PK(lmc_msgpack_pack_cstr(pk, "dtypes"));
     PK(msgpack_pack_array(pk, d->count));
     for (uint32_t i = 0; i < d->count; i++) {
         if (d->dtypes[i] <= LMC_DTYPE_INVALID || d->dtypes[i] >= LMC_DTYPE_COUNT_)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc dtype %" PRIu32 " is invalid", i);
-        PK(pack_lit(pk, lmc_dtype_name(d->dtypes[i])));
+        PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(d->dtypes[i])));
     }
     return LMC_OK;
 }
@@ -695,7 +666,7 @@ static lmc_status enc_dtype(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
     if (v->u.dtype <= LMC_DTYPE_INVALID || v->u.dtype >= LMC_DTYPE_COUNT_)
         return lmc_error_set(err, LMC_ERR_INVALID, "trace.codecs: invalid torch dtype value %d",
                              (int)v->u.dtype);
-    PK(pack_lit(pk, lmc_dtype_name(v->u.dtype)));
+    PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(v->u.dtype)));
     return LMC_OK;
 }
 
@@ -747,7 +718,7 @@ static lmc_status enc_trim(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
     if (name == NULL)
         return lmc_error_set(err, LMC_ERR_INVALID, "trace.codecs: invalid TrimPolicy value %d",
                              (int)v->u.trim);
-    PK(pack_lit(pk, name));
+    PK(lmc_msgpack_pack_cstr(pk, name));
     return LMC_OK;
 }
 
@@ -787,19 +758,19 @@ static lmc_status enc_handle(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
         return null_value(err, "PrefetchHandle");
     const char *ext = h->external_request_id != NULL ? h->external_request_id : "";
     PK(msgpack_pack_map(pk, 7));
-    PK(pack_lit(pk, "prefetch_request_id"));
+    PK(lmc_msgpack_pack_cstr(pk, "prefetch_request_id"));
     PK(msgpack_pack_int64(pk, h->prefetch_request_id));
-    PK(pack_lit(pk, "external_request_id"));
-    PK(pack_lit(pk, ext));
-    PK(pack_lit(pk, "l1_prefix_hit_count"));
+    PK(lmc_msgpack_pack_cstr(pk, "external_request_id"));
+    PK(lmc_msgpack_pack_cstr(pk, ext));
+    PK(lmc_msgpack_pack_cstr(pk, "l1_prefix_hit_count"));
     PK(msgpack_pack_uint64(pk, h->l1_found_count));
-    PK(pack_lit(pk, "l1_found_indices"));
+    PK(lmc_msgpack_pack_cstr(pk, "l1_found_indices"));
     PK(pack_u32_list(pk, h->l1_found_indices, h->l1_found_count));
-    PK(pack_lit(pk, "total_requested_keys"));
+    PK(lmc_msgpack_pack_cstr(pk, "total_requested_keys"));
     PK(msgpack_pack_uint64(pk, h->total_requested_keys));
-    PK(pack_lit(pk, "submit_time"));
+    PK(lmc_msgpack_pack_cstr(pk, "submit_time"));
     PK(msgpack_pack_double(pk, h->submit_time));
-    PK(pack_lit(pk, "l2_orig_indices"));
+    PK(lmc_msgpack_pack_cstr(pk, "l2_orig_indices"));
     PK(pack_u32_list(pk, h->l2_orig_indices, h->l2_orig_count));
     return LMC_OK;
 }
@@ -942,9 +913,9 @@ static lmc_status check_len(size_t n, const char *what, lmc_error *err)
 static lmc_status wrap_tag(msgpack_packer *pk, const char *tag, lmc_error *err)
 {
     PK(msgpack_pack_map(pk, 2));
-    PK(pack_lit(pk, TAG_KEY));
-    PK(pack_lit(pk, tag));
-    PK(pack_lit(pk, TAG_VAL));
+    PK(lmc_msgpack_pack_cstr(pk, TAG_KEY));
+    PK(lmc_msgpack_pack_cstr(pk, tag));
+    PK(lmc_msgpack_pack_cstr(pk, TAG_VAL));
     return LMC_OK;
 }
 
@@ -1112,7 +1083,7 @@ static lmc_status encode_inner(msgpack_packer *pk, const lmc_tv *v, lmc_error *e
         if ((st = check_len(v->u.s.len, v->kind == LMC_TV_STR ? "a str" : "bytes", err)) != LMC_OK)
             return st;
         if (v->kind == LMC_TV_STR) {
-            PK(pack_str(pk, v->u.s.ptr, v->u.s.len));
+            PK(lmc_msgpack_pack_str(pk, v->u.s.ptr, v->u.s.len));
         } else {
             PK(msgpack_pack_bin(pk, v->u.s.len));
             if (v->u.s.len > 0)
@@ -1175,7 +1146,7 @@ lmc_status lmc_codec_encode_args(msgpack_packer *pk, const lmc_trace_arg *args, 
     for (size_t i = 0; i < n; i++) {
         const char *name = args[i].name != NULL ? args[i].name : "";
         size_t len = args[i].name_len > 0 ? args[i].name_len : strlen(name);
-        PK(pack_str(pk, name, len));
+        PK(lmc_msgpack_pack_str(pk, name, len));
         if ((st = lmc_codec_encode_value(pk, &args[i].value, err)) != LMC_OK) {
             lmc_error_prefix(err, "argument '%.*s'", (int)(len > 96 ? 96 : len), name);
             return st;
@@ -1209,7 +1180,8 @@ static lmc_status decode_tagged(const msgpack_object *o, const msgpack_object *t
                              shown, t);
     if (is_tuple) {
         if (payload->type != MSGPACK_OBJECT_ARRAY)
-            return bad_payload(err, TUPLE_TAG, "expected a list, got %s", lmc_msgpack_type_name(payload));
+            return bad_payload(err, TUPLE_TAG, "expected a list, got %s",
+                               lmc_msgpack_type_name(payload));
         return decode_items(payload, a, out, LMC_TV_TUPLE, err);
     }
     return c->decode(payload, a, out, err);
@@ -1228,16 +1200,12 @@ static lmc_status decode_inner(const msgpack_object *o, lmc_arena *a, lmc_tv *ou
         out->u.b = o->via.boolean;
         return LMC_OK;
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
-        if (o->via.u64 > (uint64_t)INT64_MAX)
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        if (!lmc_msgpack_get_int64(o, &out->u.i))
             return lmc_error_set(err, LMC_ERR_FORMAT,
                                  "trace.codecs: integer %" PRIu64 " does not fit in int64",
                                  o->via.u64);
         out->kind = LMC_TV_INT;
-        out->u.i = (int64_t)o->via.u64;
-        return LMC_OK;
-    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        out->kind = LMC_TV_INT;
-        out->u.i = o->via.i64;
         return LMC_OK;
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
@@ -1303,7 +1271,8 @@ lmc_status lmc_codec_decode_args(const msgpack_object *map, lmc_arena *a, lmc_tr
     *args = NULL;
     *n = 0;
     if (map->type != MSGPACK_OBJECT_MAP)
-        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s", lmc_msgpack_type_name(map));
+        return lmc_error_set(err, LMC_ERR_FORMAT, "args must be a map, got %s",
+                             lmc_msgpack_type_name(map));
     size_t cnt = map->via.map.size;
     lmc_trace_arg *out = arena_array(a, cnt, sizeof(lmc_trace_arg), err);
     if (out == NULL)

@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/byteorder.h" /* lmc_get_be32 / lmc_put_be32 for frame prefixes */
 #include "lmcache/status.h"
 #include "trace/value.h"
 
@@ -104,18 +105,5 @@ lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
  */
 lmc_status lmc_trace_peek_record(const void *body, size_t len, double *t_mono,
                                  const char **qualname, size_t *qualname_len, lmc_error *err);
-
-/* Big-endian 32-bit helpers for frame prefixes. */
-static inline void lmc_put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-static inline uint32_t lmc_get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
 
 #endif

@@ -17,7 +17,8 @@ T=$(mktemp -d)
 PIDS=()
 cleanup() {
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -f /dev/shm/lmcache-client-* 2>/dev/null  # regions of clients killed by the test
+    # Regions of clients the test killed (only theirs: other runs may share /dev/shm).
+    [ -f "$T/killed" ] && while read -r c; do rm -f /dev/shm/lmcache-client-"$c"-* 2>/dev/null; done < "$T/killed"
     rm -rf "$T"
 }
 trap cleanup EXIT
@@ -60,6 +61,7 @@ B=$!
 ( while [ "$(date +%s)" -lt "$END" ]; do
       "$LMCACHE" bench server "${BENCH[@]}" --users 8 --rounds 4 --seed 99 > /dev/null 2>&1 &
       c=$!
+      echo "$c" >> "$T/killed"
       sleep 0.$((RANDOM % 9 + 1))
       kill -9 "$c" 2>/dev/null
       wait "$c" 2>/dev/null

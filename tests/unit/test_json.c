@@ -912,6 +912,29 @@ out:
 }
 #endif
 
+static void test_copy_is_deep_and_dumps_identically(void **state)
+{
+    (void)state;
+    lmc_json *v = parse_ok("{\"b\": [1, 2.5, \"x\\u0000y\", null, true, {\"k\": []}], \"a\": {}}");
+    lmc_json *c = lmc_json_copy(v);
+    assert_non_null(c);
+    char *sv = lmc_json_dumps(v, 0, -1, NULL);
+    char *sc = lmc_json_dumps(c, 0, -1, NULL);
+    assert_string_equal(sc, sv);
+    /* Changing the original leaves the copy as it was. */
+    assert_int_equal(lmc_json_object_set(v, "a", lmc_json_int(7)), LMC_OK);
+    char *sc2 = lmc_json_dumps(c, 0, -1, NULL);
+    assert_string_equal(sc2, sc);
+    free(sv);
+    free(sc);
+    free(sc2);
+    lmc_json_free(c);
+    lmc_json_free(v);
+    lmc_json *n = lmc_json_copy(NULL);
+    assert_int_equal(lmc_json_type_of(n), LMC_JSON_NULL);
+    lmc_json_free(n);
+}
+
 static void test_every_allocation_failure_is_clean_and_leak_free(void **state)
 {
     (void)state;
@@ -981,6 +1004,7 @@ int main(void)
         cmocka_unit_test(test_parse_rejects_trailing_comma),
         cmocka_unit_test(test_parse_rejects_integer_beyond_int64),
         cmocka_unit_test(test_parse_reads_only_len_bytes),
+        cmocka_unit_test(test_copy_is_deep_and_dumps_identically),
         cmocka_unit_test(test_every_allocation_failure_is_clean_and_leak_free),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

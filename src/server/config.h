@@ -1,0 +1,40 @@
+/*
+ * config.h -- the configuration of `lmcache server` and its flags.
+ *
+ * Owns: lmc_server_config (its strings borrow argv) and the parsing and
+ * help of the server's own flags; the StorageManager flags are
+ * lmcache/config.h's, parsed in the same pass. Threads: none.
+ */
+#ifndef LMC_SERVER_CONFIG_H
+#define LMC_SERVER_CONFIG_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "lmcache/config.h"
+#include "lmcache/status.h"
+
+typedef struct lmc_server_config {
+    const char *host;            /* default 127.0.0.1 */
+    int port;                    /* default 5555 */
+    int chunk_size;              /* tokens per chunk, default 256 */
+    int max_workers;             /* default 1 */
+    const char *trace_level;     /* NULL or "storage" */
+    const char *trace_output;    /* NULL: the default path */
+    size_t event_bus_queue_size; /* default 10000 */
+    const char *counters_output; /* NULL, or a file for the call counters (JSON) */
+    lmc_sm_config sm;
+} lmc_server_config;
+
+/* Defaults for everything but sm (which the caller fills with lmc_sm_config_*). */
+void lmc_server_config_init(lmc_server_config *cfg);
+
+/*
+ * Parse `lmcache server` flags (server, trace and StorageManager flags) from
+ * argv[1..]. Usage errors: LMC_ERR_INVALID with a message naming the flag.
+ */
+lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv, lmc_error *err);
+void lmc_server_config_free(lmc_server_config *cfg);
+void lmc_server_print_help(FILE *out);
+
+#endif

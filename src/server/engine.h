@@ -1,0 +1,108 @@
+/*
+ * engine.h -- the request logic of `lmcache server`: what an inference
+ * engine's requests do to the StorageManager, with no transport.
+ *
+ * Owns: the session table (sessions.h), the call counters (counters.h)
+ * and the rules that turn a request into StorageManager calls: a chunk's
+ * key is (chunk hash, model, kv_rank, group 0, cache salt) with kv_rank =
+ * world_size<<24 | rank<<16 | world_size<<8 | rank; a lookup covers every
+ * rank, chunk-major, so a leading run of found keys maps to whole chunks;
+ * retrieve and store cover one worker's rank.
+ *
+ * It knows nothing of ZMQ, shared memory or the wire format: callers give
+ * it the request's fields (an lmc_ipc_key: tokens, range, model, ...) or
+ * keys directly, and a layout; the KV bytes move through a small seam
+ * (lmc_kv_copy) that the server backs with a client's region (regions.h)
+ * and that may be NULL (no payload: the copy is skipped), so a replay can
+ * run the same logic against a StorageManager alone.
+ *
+ * Threads: any; the session table and the counters have their own
+ * mutexes, and the StorageManager is thread-safe.
+ */
+#ifndef LMC_SERVER_ENGINE_H
+#define LMC_SERVER_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lmcache/memory_obj.h"
+#include "lmcache/status.h"
+#include "lmcache/storage_manager.h"
+#include "server/counters.h"
+#include "server/protocol.h"
+#include "server/sessions.h"
+
+/*
+ * How one request's KV bytes move between the client and L1 objects. chunk
+ * counts the request's chunks from its first (key i of retrieve/store).
+ */
+typedef struct lmc_kv_copy {
+    /* store: the client's bytes of the chunk into obj */
+    void (*to_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj);
+    /* retrieve: obj into the client's place for the chunk */
+    void (*from_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj);
+    void *ctx;
+} lmc_kv_copy;
+
+typedef struct lmc_engine lmc_engine;
+
+/* sm is borrowed and must outlive the engine; chunk_size is in tokens. */
+lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size, lmc_engine **out,
+                             lmc_error *err);
+/* Frees the sessions left (their locks expire by their TTL). */
+void lmc_engine_destroy(lmc_engine *e);
+
+lmc_counters *lmc_engine_counters(lmc_engine *e);
+int lmc_engine_chunk_size(const lmc_engine *e);
+
+/* [start, end) must be chunk-aligned and inside the tokens. op names the request in messages. */
+lmc_status lmc_engine_check_aligned(const lmc_engine *e, const char *op, const lmc_ipc_key *key,
+                                    lmc_error *err);
+
+/* The keys of one worker's chunks [start, end) (retrieve and store); caller frees *keys. */
+lmc_status lmc_engine_worker_keys(const lmc_engine *e, const lmc_ipc_key *key,
+                                  lmc_object_key **keys, size_t *n, lmc_error *err);
+
+/*
+ * lookup: chain-hash the full chunks of tokens[0:end), the keys of every
+ * rank, and submit their prefetch under the request id; the session
+ * replaces one of the same request id.
+ */
+lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_layout_desc *layout,
+                             lmc_error *err);
+/*
+ * The same from keys already made (n_chunks * world_size, chunk-major x
+ * rank; hashes may be NULL): both arrays are taken, even on failure.
+ */
+lmc_status lmc_engine_lookup_keys(lmc_engine *e, const char *request_id, int64_t world_size,
+                                  uint8_t (*hashes)[32], size_t n_chunks, lmc_object_key *keys,
+                                  const lmc_layout_desc *layout, uint32_t extra_count,
+                                  lmc_error *err);
+
+/* query_prefetch_status / query_prefetch_lookup_hits (sessions.h). */
+lmc_session_state lmc_engine_query(lmc_engine *e, const char *request_id, bool lookup_hits_only,
+                                   size_t *hit_chunks);
+
+/*
+ * retrieve: read the keys' prefetched objects, copy each out (copy may be
+ * NULL), then release this reader's lock. *ok is false when any key was
+ * not readable (nothing is copied then).
+ */
+lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                               const lmc_kv_copy *copy, bool *ok, lmc_error *err);
+
+/*
+ * store: reserve the keys that are new, copy each in (copy may be NULL),
+ * finish them. Keys present, locked or without room are skipped.
+ */
+lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                            const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err);
+
+/* free_lookup_locks, end_session (sessions.h), clear, and the session TTL sweep. */
+void lmc_engine_free_lookup_locks(lmc_engine *e, const char *request_id);
+void lmc_engine_end_session(lmc_engine *e, const char *request_id);
+void lmc_engine_clear(lmc_engine *e, bool force);
+void lmc_engine_expire_sessions(lmc_engine *e);
+
+#endif

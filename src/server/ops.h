@@ -1,0 +1,37 @@
+/*
+ * ops.h -- the handlers of the server's operations, one per row of ops.def:
+ * a decoded request (protocol.h) in, a response (or an error) out.
+ *
+ * Owns: the mapping of each operation to its handler and its thread (from
+ * ops.def), and each handler's checks and response. The work itself is
+ * the request logic's (engine.h) and the regions' (regions.h).
+ *
+ * Threads: a handler runs on the loop thread or a worker, as its row says;
+ * handlers share nothing but the engine and the regions, which lock for
+ * themselves.
+ */
+#ifndef LMC_SERVER_OPS_H
+#define LMC_SERVER_OPS_H
+
+#include <msgpack.h>
+#include <stdbool.h>
+
+#include "lmcache/status.h"
+#include "server/engine.h"
+#include "server/protocol.h"
+#include "server/regions.h"
+
+/* What a handler works against (borrowed for the server's lifetime). */
+typedef struct lmc_op_ctx {
+    lmc_engine *engine;
+    lmc_regions *regions;
+} lmc_op_ctx;
+
+/* Run the request's handler; on success out holds the response. */
+lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
+                          lmc_error *err);
+
+/* Whether op is answered on the loop thread (ops.def); false for anything else. */
+bool lmc_op_on_loop_thread(lmc_op op);
+
+#endif
