@@ -113,18 +113,6 @@ static unsigned key_slot(const lmc_object_key *key)
     return lmc_resp_key_slot(rk, strlen(rk));
 }
 
-/* Poll is_healthy until it equals want, up to ms. */
-static bool wait_healthy(lmc_l2_adapter *a, bool want, uint64_t ms)
-{
-    uint64_t deadline = lmc_mono_ms() + ms;
-    while (lmc_l2_adapter_is_healthy(a) != want) {
-        if (lmc_mono_ms() > deadline)
-            return false;
-        lmc_sleep_ns(20 * 1000 * 1000);
-    }
-    return true;
-}
-
 /* n keys of model and their objects over one shared buffer of size bytes each. */
 typedef struct objects {
     size_t n;
@@ -245,15 +233,8 @@ static void test_resp_cluster_config_errors_name_the_field(void **state)
          "--l2-adapter: field 'nodes' of type 'resp' lists 2 nodes; several nodes need "
          "\"cluster\": true"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        lmc_json *cfg = l2_json(cases[i].json);
-        assert_non_null(cfg);
-        lmc_error err;
-        lmc_error_clear(&err);
-        assert_int_equal(lmc_l2_check_config(cfg, &err), LMC_ERR_INVALID);
-        assert_string_equal(err.msg, cases[i].msg);
-        lmc_json_free(cfg);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        l2_assert_config_invalid(cases[i].json, cases[i].msg);
     lmc_json *ok = l2_json("{\"type\": \"resp\", \"cluster\": true, \"nodes\": [\"h1:7000\", "
                            "\"[::1]:7001\", \"::1:7002\"], \"db\": 0}");
     lmc_error err;
@@ -528,7 +509,7 @@ static void test_resp_cluster_killed_master_fails_its_slots_only(void **state)
     lmc_error e;
     assert_int_equal(lmc_redis_cluster_restart(g_cl, victim, &e), LMC_OK);
     assert_true(lmc_redis_cluster_wait_ok(g_cl, 10000));
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     assert_int_equal(l2_store_sync(a, dead, dead_o, nd), (int64_t)(nd * KB));
     assert_true(l2_store_sync(a, o.keys, o.src, N) > 0); /* the dead master's share again */
     load_all(a, &o, bits);
@@ -569,7 +550,7 @@ static void test_resp_cluster_stalled_master_costs_one_timeout(void **state)
     assert_true(l2_status_int(a, NULL, "slots_served") < 16384);
 
     lmc_redis_cluster_pause(g_cl, victim, false);
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     l2_lookup_sync(a, o.keys, N, bits);
     assert_true(all_ones(bits));
     lmc_l2_adapter_submit_unlock(a, o.keys, N);
@@ -598,7 +579,7 @@ static void test_resp_cluster_whole_outage_fails_fast_and_recovers(void **state)
     for (size_t i = 0; i < MASTERS; i++)
         assert_int_equal(lmc_redis_cluster_restart(g_cl, i, &e), LMC_OK);
     assert_true(lmc_redis_cluster_wait_ok(g_cl, 10000));
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     assert_int_equal(l2_store_sync(a, o.keys, o.src, o.n), 6 * KB);
     load_all(a, &o, bits);
     assert_string_equal(bits, "111111");
@@ -734,7 +715,7 @@ static void test_resp_cluster_failover_to_a_replica(void **state)
     while (!lmc_redis_cluster_is_master(c, (size_t)rep) && lmc_mono_ms() < deadline)
         lmc_sleep_ns(50 * 1000 * 1000);
     assert_true(lmc_redis_cluster_is_master(c, (size_t)rep));
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     load_all(a, &o, bits);
     assert_true(all_ones(bits)); /* the replica had them all */
     assert_memory_equal(o.dst_buf, o.src_buf, N * o.size);
@@ -795,13 +776,6 @@ static void test_resp_cluster_capacity_eviction_across_nodes(void **state)
     lmc_l2_adapter_destroy(a);
 }
 
-static lmc_storage_manager *sm_on(char *json)
-{
-    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
-                    "LRU", "--l2-adapter", json,   NULL};
-    return sm_test_create_argv(7, argv);
-}
-
 static long long cluster_keys(const lmc_redis_cluster *c, long long *per_node)
 {
     long long total = 0;
@@ -823,7 +797,7 @@ static void test_resp_cluster_l2_eviction_controller_evicts_over_all_nodes(void 
              "\"eviction\": {\"eviction_policy\": \"LRU\", \"trigger_watermark\": 0.5, "
              "\"eviction_ratio\": 0.5}}",
              nodes);
-    lmc_storage_manager *sm = sm_on(json);
+    lmc_storage_manager *sm = sm_test_create_l2(json);
     enum { N = 16 };
     lmc_object_key k[N];
     sm_test_keys(k, N, 4200);
@@ -851,8 +825,8 @@ static void test_resp_cluster_two_storage_managers_share_it(void **state)
     char nodes[512], json[600];
     nodes_json(g_cl, nodes, sizeof(nodes));
     snprintf(json, sizeof(json), "{\"type\":\"resp\",\"cluster\":true,%s}", nodes);
-    lmc_storage_manager *writer = sm_on(json);
-    lmc_storage_manager *reader = sm_on(json);
+    lmc_storage_manager *writer = sm_test_create_l2(json);
+    lmc_storage_manager *reader = sm_test_create_l2(json);
     enum { N = 12 };
     lmc_object_key k[N];
     sm_test_keys(k, N, 900);

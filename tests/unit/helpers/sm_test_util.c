@@ -52,6 +52,13 @@ lmc_storage_manager *sm_test_create(const char *flags)
     return sm;
 }
 
+lmc_storage_manager *sm_test_create_l2(char *json)
+{
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    return sm_test_create_argv(7, argv);
+}
+
 void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base)
 {
     for (size_t i = 0; i < n; i++) {

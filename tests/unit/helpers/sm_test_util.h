@@ -20,6 +20,9 @@
 lmc_storage_manager *sm_test_create(const char *flags);
 lmc_storage_manager *sm_test_create_argv(int argc, char **argv);
 
+/* One with a 0.01 GiB L1 (LRU) and the L2 adapter given as JSON. */
+lmc_storage_manager *sm_test_create_l2(char *json);
+
 /* Keys with 32-byte hashes derived from base+i, model "test/model", rank 0x01000100. */
 void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base);
 
