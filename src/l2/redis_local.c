@@ -264,17 +264,13 @@ static lmc_status start_node(lmc_redis_cluster *c, size_t i, lmc_error *err)
         snprintf(conf, sizeof(conf), "nodes-%d.conf", nd->port);
         snprintf(bus, sizeof(bus), "%d", nd->bus_port);
         snprintf(log, sizeof(log), "%s/%d.log", c->dir, nd->port);
-        const char *argv[MAX_ARGS] = {"--cluster-enabled",
-                                      "yes",
-                                      "--cluster-config-file",
-                                      conf,
-                                      "--cluster-port",
-                                      bus,
-                                      "--dir",
-                                      c->dir,
-                                      "--cluster-node-timeout",
-                                      "2000"};
-        size_t n = 10;
+        const char *argv[MAX_ARGS] = {"--cluster-enabled", "yes", "--cluster-config-file", conf,
+                                      "--cluster-port", bus, "--dir", c->dir,
+                                      "--cluster-node-timeout", "2000",
+                                      /* A replica syncs at once, not after the default 5 s wait
+                                         for more replicas to share the transfer. */
+                                      "--repl-diskless-sync-delay", "0"};
+        size_t n = 12;
         for (size_t k = 0; extra != NULL && extra[k] != NULL && n + 1 < MAX_ARGS; k++)
             argv[n++] = extra[k];
         argv[n] = NULL;
@@ -303,6 +299,37 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+/* Whether node i is a replica whose link to its master is up (INFO replication). */
+static bool replica_synced(const lmc_redis_cluster *c, size_t i, bool *is_replica)
+{
+    redisReply *r = lmc_redis_command(c->nodes[i].port, "INFO replication");
+    bool ok = r != NULL && r->type == REDIS_REPLY_STRING;
+    *is_replica = ok && strstr(r->str, "role:slave") != NULL;
+    bool up = ok && strstr(r->str, "master_link_status:up") != NULL;
+    if (r != NULL)
+        freeReplyObject(r);
+    return up;
+}
+
+/* Until every replica's link is up (true) or timeout_ms passes (false). */
+static bool wait_replicas_synced(const lmc_redis_cluster *c, int timeout_ms)
+{
+    uint64_t deadline = lmc_mono_ms() + (uint64_t)timeout_ms;
+    for (;;) {
+        bool all = true;
+        for (size_t i = 0; i < c->n && all; i++) {
+            bool is_replica;
+            bool up = replica_synced(c, i, &is_replica);
+            all = !is_replica || up;
+        }
+        if (all)
+            return true;
+        if (lmc_mono_ms() >= deadline)
+            return false;
+        sleep_ms(50);
+    }
+}
+
 lmc_status lmc_redis_cluster_start(size_t masters, size_t replicas, const char *const *extra,
                                    lmc_redis_cluster **out, lmc_error *err)
 {
@@ -326,10 +353,10 @@ lmc_status lmc_redis_cluster_start(size_t masters, size_t replicas, const char *
     size_t n_extra = 0;
     while (extra != NULL && extra[n_extra] != NULL)
         n_extra++;
-    if (n_extra + 11 > MAX_ARGS || (c->extra = calloc(n_extra + 1, sizeof(char *))) == NULL) {
-        st = lmc_error_set(err, n_extra + 11 > MAX_ARGS ? LMC_ERR_INVALID : LMC_ERR_NOMEM,
+    if (n_extra + 13 > MAX_ARGS || (c->extra = calloc(n_extra + 1, sizeof(char *))) == NULL) {
+        st = lmc_error_set(err, n_extra + 13 > MAX_ARGS ? LMC_ERR_INVALID : LMC_ERR_NOMEM,
                            "redis-server: %s",
-                           n_extra + 11 > MAX_ARGS ? "too many arguments" : "out of memory");
+                           n_extra + 13 > MAX_ARGS ? "too many arguments" : "out of memory");
         goto fail;
     }
     for (size_t i = 0; i < n_extra; i++) {
@@ -372,6 +399,12 @@ lmc_status lmc_redis_cluster_start(size_t masters, size_t replicas, const char *
     if (!lmc_redis_cluster_wait_ok(c, STATE_OK_WAIT_MS)) {
         st = lmc_error_set(err, LMC_ERR_IO,
                            "the cluster in %s did not reach cluster_state:ok in %d s", c->dir,
+                           STATE_OK_WAIT_MS / 1000);
+        goto fail;
+    }
+    /* A replica that has not synced yet would refuse to take over (its data counts as too old). */
+    if (replicas > 0 && !wait_replicas_synced(c, STATE_OK_WAIT_MS)) {
+        st = lmc_error_set(err, LMC_ERR_IO, "the replicas in %s did not sync in %d s", c->dir,
                            STATE_OK_WAIT_MS / 1000);
         goto fail;
     }

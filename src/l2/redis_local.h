@@ -68,9 +68,11 @@ typedef struct lmc_redis_cluster lmc_redis_cluster;
 
 /*
  * Start masters * (1 + replicas) nodes (cluster mode, node timeout 2 s,
- * then extra, which may override it), create the cluster with redis-cli
- * (--cluster-replicas replicas) and wait up to 20 s until every node
- * reports cluster_state:ok. redis-cli picks the masters. LMC_ERR_NOT_FOUND
+ * replicas synced without delay, then extra, which may override these),
+ * create the cluster with redis-cli (--cluster-replicas replicas) and wait
+ * up to 20 s until every node reports cluster_state:ok, and as long again
+ * until every replica's link to its master is up (one that never synced
+ * would not take over). redis-cli picks the masters. LMC_ERR_NOT_FOUND
  * when redis-server or redis-cli is missing, LMC_ERR_IO otherwise; the
  * message names the log to read.
  */

@@ -704,6 +704,8 @@ static void test_resp_cluster_failover_to_a_replica(void **state)
     while (redis_test_cluster_dbsize(c, (size_t)rep) != redis_test_cluster_dbsize(c, (size_t)m) &&
            lmc_mono_ms() < deadline)
         lmc_sleep_ns(10 * 1000 * 1000);
+    assert_int_equal(redis_test_cluster_dbsize(c, (size_t)rep),
+                     redis_test_cluster_dbsize(c, (size_t)m));
 
     lmc_redis_cluster_kill(c, (size_t)m);
     char bits[N + 1];
