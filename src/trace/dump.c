@@ -637,15 +637,13 @@ typedef struct dumper {
 /* Append j's text (and free j) as one line; a NULL j means memory ran out. */
 static void put_json(dumper *d, lmc_json *j)
 {
-    size_t n = 0;
-    char *text = j != NULL ? lmc_json_dumps(j, 0, -1, &n) : NULL;
+    char *text = j != NULL ? lmc_json_dumps_line(j, 0, -1) : NULL;
     lmc_json_free(j);
     if (text == NULL) {
         d->line.oom = true;
         return;
     }
-    lmc_strbuf_append(&d->line, text, n);
-    lmc_strbuf_append(&d->line, "\n", 1);
+    lmc_strbuf_puts(&d->line, text);
     free(text);
 }
 
