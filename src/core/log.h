@@ -49,6 +49,15 @@ void lmc_log_set_sink(lmc_log_sink sink, void *ud);
  */
 size_t lmc_log_escape(const char *s, char *out, size_t len);
 
+/*
+ * The line lmc_log writes to stderr (timestamp, level, component, msg,
+ * "\n") into line; returns its length (cut to len - 1 bytes, still ending
+ * in "\n"). For a sink that prints lines as stderr would, e.g. around a
+ * progress bar.
+ */
+size_t lmc_log_format_line(char *line, size_t len, lmc_log_level level, const char *component,
+                           const char *msg);
+
 void lmc_log(lmc_log_level level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_list ap);
