@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Soak: a recording server under several concurrent clients with different
-# request mixes, clients killed mid-request, clear calls racing everything,
-# and a burst of garbage, for SOAK_SECONDS (default 20; scripts/soak runs it
-# longer). At the end: 0 corrupt chunks, L1 memcheck clean, no lock left held
+# request mixes, two workers of world size 2 (every byte checked per rank),
+# clients killed mid-request, connections that vanish mid-message, clear
+# calls racing everything, and a burst of garbage, for SOAK_SECONDS
+# (default 20; scripts/soak runs it longer). At the end: 0 corrupt chunks, L1 memcheck clean, no lock left held
 # once the TTLs pass, the trace's counts equal the server's counters, and a
 # replay of the trace completes with 0 failed records.
 # Usage: test_soak.sh path/to/lmcache path/to/tools-dir
@@ -68,6 +69,12 @@ B=$!
       rm -f /dev/shm/lmcache-client-"$c"-* 2>/dev/null
   done ) &
 C=$!
+# Client E: world size 2, one process holding both workers' regions.
+"$TOOLS/attack_sessions" 127.0.0.1 "$PORT" soak-ws2 "$SECONDS_TOTAL" > "$T/ws2.out" 2>&1 &
+E=$!
+# Client F: connections that send part of a request and vanish.
+"$TOOLS/attack_sessions" 127.0.0.1 "$PORT" soak-vanish "$SECONDS_TOTAL" > "$T/vanish.out" 2>&1 &
+F=$!
 # Clears racing everything, and one burst of garbage.
 "$TOOLS/clear_loop" 127.0.0.1 "$PORT" "$SECONDS_TOTAL" 300 > "$T/clear.out" 2>&1 &
 D=$!
@@ -75,6 +82,8 @@ D=$!
 expect "garbage gets error replies: $(cat "$T/garbage.out")" $?
 wait "$A" "$B" "$C"
 wait "$D"; expect "clear calls succeed: $(cat "$T/clear.out")" $?
+wait "$E"; expect "world size 2: every byte checked, no call failed: $(cat "$T/ws2.out")" $?
+wait "$F"; expect "vanishing connections: $(cat "$T/vanish.out")" $?
 
 runs=$(ls "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
 [ "$runs" -ge 2 ]; expect "clients completed runs ($runs)" $?
@@ -83,6 +92,7 @@ bad=$(grep -L '"corrupt_chunks": 0' "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc
 [ "$bad" = 0 ]; expect "0 corrupt chunks in every run" $?
 requests=$(cat "$T"/a.*.json "$T"/b.*.json 2>/dev/null | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p' | awk '{s += $1} END {print s + 0}')
 echo "soak: $runs client runs, $requests requests verified, $SECONDS_TOTAL s"
+cat "$T/ws2.out" "$T/vanish.out"
 
 # Let every lock's TTL pass, then stop: the shutdown audit must find none held.
 sleep $((TTL + 1))

@@ -33,6 +33,16 @@
  *                greps it for the forged line)
  *   slow-l2      (a server with a slow L2 and one worker) free_lookup_locks
  *                answers at once and another client's store is not held up
+ *
+ * and two load loops for the soak test (ARG: seconds):
+ *   soak-ws2     two workers of world size 2 (one process, one client each)
+ *                run requests with shared prefixes: lookup (num_kv_readers 1
+ *                or 2), retrieve of every hit by each rank (every byte
+ *                checked), store of the rest, then end_session or
+ *                free_lookup_locks; exit 1 on a corrupt chunk or a failed
+ *                call
+ *   soak-vanish  connections that send part of a request (or a whole one)
+ *                and vanish before the answer
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -51,6 +61,7 @@
 #include "core/clock.h"
 #include "lmcache/client.h"
 #include "server/protocol.h"
+#include "server/zmtp.h"
 
 static const char *g_host;
 static int g_port;
@@ -720,6 +731,148 @@ static int attack_slow_l2(void)
     return 0;
 }
 
+/* ---------------------------------------------------------------------- */
+/* Load loops for the soak test                                            */
+/* ---------------------------------------------------------------------- */
+
+/* The bytes of chunk c of rank r of a token sequence: a pattern from its tokens and rank. */
+static uint64_t chunk_seed(const uint32_t *tok, size_t cs, size_t c, int r)
+{
+    uint64_t s = LMC_KV_PATTERN_SEED0 + (uint64_t)r * 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i <= c; i++)
+        s = lmc_kv_chunk_seed(s, tok + i * cs, cs);
+    return s;
+}
+
+static int soak_ws2(long seconds)
+{
+    const char *A = "soak-ws2";
+    lmc_client *c[2] = {client("soak-ws2", 2, 0, 1024), client("soak-ws2", 2, 1, 1024)};
+    size_t cs = (size_t)lmc_client_chunk_size(c[0]), bpc = cs / TPB, max_chunks = 8;
+    int64_t *ids = blocks(max_chunks * bpc);
+    size_t block_bytes = (size_t)lmc_client_block_bytes(c[0]);
+    uint64_t end = lmc_mono_ms() + (uint64_t)seconds * 1000;
+    unsigned seed = (unsigned)getpid();
+    long requests = 0, hits = 0, corrupt = 0, errors = 0;
+    while (lmc_mono_ms() < end) {
+        seed = seed * 1103515245u + 12345u;
+        /* 8 prefixes x up to 8 chunks: requests share and extend each other. */
+        size_t n = 2 + (seed >> 8) % (max_chunks - 1), nt = n * cs;
+        uint32_t *tok = tokens(nt, (seed >> 16) % 8);
+        for (size_t i = (n - 1) * cs; i < nt; i++)
+            tok[i] += (uint32_t)(seed >> 4) % 3; /* the last chunk differs now and then */
+        char rid[64];
+        snprintf(rid, sizeof(rid), "ws2-%d-%ld", (int)getpid(), requests++);
+        lmc_error err;
+        int64_t readers = 1 + (seed >> 20) % 2;
+        long h = raw_lookup(c[0], "soak-ws2", 2, rid, tok, nt, readers, NULL, &err) == LMC_OK
+                     ? wait_hits(c[0], rid)
+                     : -1;
+        if (h < 0 || (size_t)h > n) {
+            errors++;
+            free(tok);
+            continue;
+        }
+        hits += h;
+        for (int r = 0; r < 2; r++) {
+            bool ok = false;
+            memset(lmc_client_block(c[r], 0), 0, (size_t)h * bpc * block_bytes);
+            if (h > 0 && (lmc_client_retrieve(c[r], rid, tok, nt, 0, (size_t)h * cs, NULL, ids,
+                                              (size_t)h * bpc, &ok, &err) != LMC_OK ||
+                          !ok)) {
+                errors++;
+                continue;
+            }
+            for (size_t k = 0; k < (size_t)h; k++) {
+                lmc_kv_pattern p;
+                lmc_kv_pattern_init(&p, chunk_seed(tok, cs, k, r));
+                if (!lmc_kv_pattern_check(&p, lmc_client_block(c[r], (int64_t)(k * bpc)),
+                                          bpc * block_bytes))
+                    corrupt++;
+            }
+            for (size_t k = (size_t)h; k < n; k++) {
+                lmc_kv_pattern p;
+                lmc_kv_pattern_init(&p, chunk_seed(tok, cs, k, r));
+                lmc_kv_pattern_fill(&p, lmc_client_block(c[r], (int64_t)(k * bpc)),
+                                    bpc * block_bytes);
+            }
+            if ((size_t)h < n &&
+                lmc_client_store(c[r], rid, tok, nt, (size_t)h * cs, nt, NULL,
+                                 ids + (size_t)h * bpc, (n - (size_t)h) * bpc, &ok, &err) != LMC_OK)
+                errors++;
+        }
+        if ((seed >> 24) % 4 == 0)
+            lmc_client_free_lookup_locks(c[0], rid, tok, nt, nt, NULL, &err);
+        else
+            lmc_client_end_session(c[0], rid, &err);
+        free(tok);
+    }
+    lmc_client_destroy(c[0]);
+    lmc_client_destroy(c[1]);
+    free(ids);
+    printf("soak-ws2: %ld requests, %ld hit chunks, %ld corrupt, %ld errors\n", requests, hits,
+           corrupt, errors);
+    (void)A;
+    return corrupt == 0 && errors == 0 ? 0 : 1;
+}
+
+static int soak_vanish(long seconds)
+{
+    uint64_t end = lmc_mono_ms() + (uint64_t)seconds * 1000;
+    unsigned seed = (unsigned)getpid();
+    long n = 0;
+    /* A real lookup request, cut anywhere (or sent whole), then the connection is gone. */
+    uint8_t msg[4096];
+    size_t len = 0;
+    {
+        uint32_t tok[512];
+        for (int i = 0; i < 512; i++)
+            tok[i] = (uint32_t)i;
+        lmc_ipc_key key = {.model_name = "soak-vanish",
+                           .world_size = 1,
+                           .worker_id = -1,
+                           .token_ids = tok,
+                           .n_tokens = 512,
+                           .start = 0,
+                           .end = 512,
+                           .request_id = "vanish",
+                           .cache_salt = "",
+                           .num_kv_readers = 1};
+        msgpack_sbuffer f[3];
+        for (int i = 0; i < 3; i++)
+            msgpack_sbuffer_init(&f[i]);
+        lmc_request_encode_uid_op(&f[0], &f[1], 1, LMC_OP_LOOKUP);
+        msgpack_packer pk;
+        msgpack_packer_init(&pk, &f[2], msgpack_sbuffer_write);
+        lmc_ipc_key_encode(&pk, &key);
+        const void *fr[3] = {f[0].data, f[1].data, f[2].data};
+        size_t fl[3] = {f[0].size, f[1].size, f[2].size};
+        if (lmc_zmtp_encoded_size(fl, 3) > sizeof(msg))
+            return 2;
+        len = lmc_zmtp_encode(msg, fr, fl, 3);
+        for (int i = 0; i < 3; i++)
+            msgpack_sbuffer_destroy(&f[i]);
+    }
+    while (lmc_mono_ms() < end) {
+        int fd = tcp_connect();
+        if (fd < 0) {
+            lmc_sleep_ns(10 * 1000 * 1000);
+            continue;
+        }
+        seed = seed * 1103515245u + 12345u;
+        if (zmtp_hello(fd)) {
+            size_t cut = (seed >> 8) % (len + 1);
+            if (write(fd, msg, cut) < 0)
+                (void)0;
+        }
+        close(fd);
+        n++;
+        lmc_sleep_ns((seed >> 16) % 5 * 1000 * 1000);
+    }
+    printf("soak-vanish: %ld connections vanished mid-message\n", n);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
@@ -755,6 +908,10 @@ int main(int argc, char **argv)
         return attack_log_forge();
     if (strcmp(a, "slow-l2") == 0)
         return attack_slow_l2();
+    if (strcmp(a, "soak-ws2") == 0)
+        return soak_ws2(arg);
+    if (strcmp(a, "soak-vanish") == 0)
+        return soak_vanish(arg);
     fprintf(stderr, "attack_sessions: unknown attack '%s'\n", a);
     return 2;
 }
