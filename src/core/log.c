@@ -2,7 +2,10 @@
  * log.c -- leveled logging to stderr (see log.h).
  *
  * The level and the sink are process-wide. The level is an atomic so that
- * the hot-path check in lmc_log_enabled is one relaxed load.
+ * the hot-path check in lmc_log_enabled is one relaxed load. Every message
+ * goes through core/escape.h before it is written or handed to a sink:
+ * messages carry client strings, and a newline in one must not start a
+ * forged line.
  */
 #include "core/log.h"
 
@@ -16,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/escape.h"
 #include "core/names.h"
 
 static atomic_int g_level = -1; /* -1: not read from the environment yet */
@@ -101,35 +105,6 @@ void lmc_log_set_sink(lmc_log_sink sink, void *ud)
     pthread_mutex_unlock(&g_sink_lock);
 }
 
-size_t lmc_log_escape(const char *s, char *out, size_t len)
-{
-    static const char hex[] = "0123456789abcdef";
-    size_t n = 0;
-    if (len == 0)
-        return 0;
-    for (const unsigned char *p = (const unsigned char *)s; *p != '\0'; p++) {
-        char esc[5];
-        size_t k = 0;
-        if (*p == '\n' || *p == '\r' || *p == '\t') {
-            esc[k++] = '\\';
-            esc[k++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
-        } else if (*p < 0x20 || *p == 0x7f) {
-            esc[k++] = '\\';
-            esc[k++] = 'x';
-            esc[k++] = hex[*p >> 4];
-            esc[k++] = hex[*p & 0xf];
-        } else {
-            esc[k++] = (char)*p;
-        }
-        if (n + k >= len)
-            break; /* cut whole escapes only */
-        memcpy(out + n, esc, k);
-        n += k;
-    }
-    out[n] = '\0';
-    return n;
-}
-
 void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_list ap)
 {
     if (!lmc_log_enabled(level) || level >= LMC_LOG_OFF)
@@ -137,7 +112,7 @@ void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_li
     char raw[2048], msg[2048];
     vsnprintf(raw, sizeof(raw), fmt, ap);
     /* Messages carry client strings (model names, ids): one line each, whatever they hold. */
-    lmc_log_escape(raw, msg, sizeof(msg));
+    lmc_escape(raw, strlen(raw), 0, msg, sizeof(msg));
 
     pthread_mutex_lock(&g_sink_lock);
     lmc_log_sink sink = g_sink;

@@ -42,14 +42,6 @@ typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const c
 void lmc_log_set_sink(lmc_log_sink sink, void *ud);
 
 /*
- * s with its control bytes escaped ("\n", "\r", "\t", "\xNN" for the
- * others and DEL) into out (len bytes, NUL-terminated, cut between
- * escapes); returns the length written. Every log line goes through it, so
- * a client string in a message can never start a forged line.
- */
-size_t lmc_log_escape(const char *s, char *out, size_t len);
-
-/*
  * The line lmc_log writes to stderr (timestamp, level, component, msg,
  * "\n") into line; returns its length (cut to len - 1 bytes, still ending
  * in "\n"). For a sink that prints lines as stderr would, e.g. around a

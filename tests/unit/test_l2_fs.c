@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "helpers/file_test_util.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
@@ -817,32 +818,13 @@ static void test_fs_keeps_the_data_of_a_slash_and_a_literal_sep_apart(void **sta
     lmc_l2_adapter_destroy(a);
 }
 
-static void plant_victim(const char *path)
-{
-    FILE *v = fopen(path, "w");
-    assert_non_null(v);
-    fputs("precious", v);
-    fclose(v);
-}
-
-static void assert_victim(const char *path)
-{
-    char buf[16] = "";
-    FILE *v = fopen(path, "r");
-    assert_non_null(v);
-    size_t n = fread(buf, 1, sizeof(buf) - 1, v);
-    fclose(v);
-    buf[n] = '\0';
-    assert_string_equal(buf, "precious");
-}
-
 static void test_fs_never_follows_a_symlink_inside_base_path(void **state)
 {
     fixture *f = *state;
     char outside[128], victim[160];
     assert_true(l2_tmpdir(outside));
     snprintf(victim, sizeof(victim), "%s/victim", outside);
-    plant_victim(victim);
+    file_test_plant_victim(victim);
     lmc_l2_adapter *a = fs_adapter(f, "");
     assert_non_null(a);
     lmc_object_key k = l2_key("m", 1, 0, 0, NULL), t = l2_key("m", 2, 0, 0, NULL);
@@ -871,7 +853,7 @@ static void test_fs_never_follows_a_symlink_inside_base_path(void **state)
     snprintf(tmp + strlen(tmp) - 5, 6, ".tmp");
     assert_int_equal(symlink(victim, tmp), 0);
     assert_int_equal(l2_store_sync(a, &t, &o16, 1), -1);
-    assert_victim(victim);
+    file_test_assert_victim(victim);
     /* A FIFO under a key's name does not park the worker. */
     lmc_object_key q = l2_key("m", 3, 0, 0, NULL);
     path_of(f, &q, path, sizeof(path));

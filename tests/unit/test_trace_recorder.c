@@ -23,6 +23,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "helpers/file_test_util.h"
 #include "helpers/sm_test_util.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
@@ -562,32 +563,12 @@ static void test_default_output_path_is_under_tmpdir_with_pid_and_utc_time(void 
     assert_string_equal(path + strlen(path) - 4, ".lct");
 }
 
-/* A file holding "precious" that a planted link points at. */
-static void make_victim(const char *path)
-{
-    FILE *v = fopen(path, "w");
-    assert_non_null(v);
-    fputs("precious", v);
-    fclose(v);
-}
-
-static void assert_victim_intact(const char *path)
-{
-    char buf[32] = "";
-    FILE *v = fopen(path, "r");
-    assert_non_null(v);
-    size_t n = fread(buf, 1, sizeof(buf) - 1, v);
-    fclose(v);
-    buf[n] = '\0';
-    assert_string_equal(buf, "precious");
-}
-
 static void test_the_default_path_never_writes_through_a_planted_link(void **state)
 {
     fixture *f = *state;
     char victim[600];
     snprintf(victim, sizeof(victim), "%s/victim", f->dir);
-    make_victim(victim);
+    file_test_plant_victim(victim);
     setenv("TMPDIR", f->dir, 1);
     /* The name is predictable: plant links for this second and the next few. */
     time_t now = time(NULL);
@@ -615,7 +596,7 @@ static void test_the_default_path_never_writes_through_a_planted_link(void **sta
     assert_true(S_ISREG(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0600);
     finish(f, r);
-    assert_victim_intact(victim);
+    file_test_assert_victim(victim);
 }
 
 static void test_an_explicit_output_refuses_a_symlink(void **state)
@@ -623,7 +604,7 @@ static void test_an_explicit_output_refuses_a_symlink(void **state)
     fixture *f = *state;
     char victim[600];
     snprintf(victim, sizeof(victim), "%s/victim", f->dir);
-    make_victim(victim);
+    file_test_plant_victim(victim);
     assert_int_equal(symlink(victim, f->path), 0);
     lmc_trace_recorder *r = NULL;
     lmc_error err;
@@ -632,13 +613,13 @@ static void test_an_explicit_output_refuses_a_symlink(void **state)
     assert_non_null(strstr(err.msg, "is a symbolic link: refusing to write through it"));
     assert_null(r);
     assert_false(lmc_trace_enabled());
-    assert_victim_intact(victim);
+    file_test_assert_victim(victim);
 }
 
 static void test_an_explicit_output_that_exists_is_overwritten_with_mode_0600(void **state)
 {
     fixture *f = *state;
-    make_victim(f->path);
+    file_test_plant_victim(f->path);
     assert_int_equal(chmod(f->path, 0644), 0);
     lmc_trace_recorder *r = record_to(f);
     finish(f, r);
