@@ -497,6 +497,17 @@ static bool closed_within(int fd, int ms)
     }
 }
 
+/*
+ * RSS bounds mean nothing under a sanitizer (ASan keeps freed memory in
+ * quarantine, and malloc_trim does not reach its allocator): with
+ * ATTACK_NO_RSS set they are reported, not checked.
+ */
+static bool rss_checked(void)
+{
+    const char *v = getenv("ATTACK_NO_RSS");
+    return v == NULL || v[0] == '\0';
+}
+
 static long rss_kb(int pid)
 {
     char path[64], line[256];
@@ -546,7 +557,7 @@ static int attack_unfinished(long mib, int pid)
             close(fds[k]);
     char detail[128];
     snprintf(detail, sizeof(detail), "%ld -> %ld kB", before, peak);
-    if (peak - before > 64 * 1024)
+    if (peak - before > 64 * 1024 && rss_checked())
         return fail(A, "the server buffered the unfinished messages: RSS %s", detail);
     if (!pinged)
         return fail(A, "%s", "a normal client was not answered");
@@ -577,7 +588,7 @@ static int attack_flood(int pid)
     close(fd);
     char detail[128];
     snprintf(detail, sizeof(detail), "%ld -> %ld kB", before, peak);
-    if (peak - before > 64 * 1024)
+    if (peak - before > 64 * 1024 && rss_checked())
         return fail(A, "the server queued the flood: RSS %s", detail);
     if (!pinged)
         return fail(A, "%s", "a normal client was not answered");
