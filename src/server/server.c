@@ -898,6 +898,7 @@ lmc_status lmc_server_run(lmc_server *s)
     uint64_t next_sweep = lmc_mono_ms() + sweep_ms;
     uint64_t next_stall_check = lmc_mono_ms() + 1000;
     size_t draining = 0;
+    uint64_t next_drain = 0;
     for (;;) {
         zmq_pollitem_t items[3] = {
             {s->stream, 0, ZMQ_POLLIN, 0},
@@ -920,7 +921,10 @@ lmc_status lmc_server_run(lmc_server *s)
             next_stall_check = now + 1000;
         }
         /* Nobody waits for an abandoned lookup's prefetch: its locks go when it ends. */
-        draining = lmc_engine_poll_draining(s->engine);
+        if (now >= next_drain) {
+            draining = lmc_engine_poll_draining(s->engine);
+            next_drain = now + DRAIN_POLL_MS;
+        }
         if (lmc_mono_ms() >= next_sweep) {
             lmc_engine_expire_sessions(s->engine);
             next_sweep = lmc_mono_ms() + sweep_ms;
