@@ -137,5 +137,17 @@ cat "$T/slow.out"
 kill -TERM "$SERVER"
 wait "$SERVER"
 
+# --- start-up hardening --------------------------------------------------------
+PORT=$(free_port)
+start_server "$PORT" "$T/open.log" --host 0.0.0.0
+expect "a server on 0.0.0.0 starts" $?
+grep -q 'is not a loopback address and the server has no authentication' "$T/open.log"
+expect "a non-loopback --host warns that there is no authentication" $?
+kill -TERM "$SERVER"
+wait "$SERVER"
+"$LMCACHE" server --port "$PORT" --l1-size-gb 1048576 --eviction-policy LRU > /dev/null 2> "$T/huge.err"
+[ $? = 2 ] && grep -q 'pass --allow-l1-over-ram' "$T/huge.err"
+expect "an L1 pool above physical memory is refused: $(cat "$T/huge.err")" $?
+
 echo "test_attack_sessions: $pass passed, $fail failed"
 [ "$fail" = 0 ]
