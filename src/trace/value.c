@@ -4,10 +4,14 @@
  *
  * Owns: lmc_arena, a bump allocator over a list of malloc'd blocks. A
  * decoded record's values all come from one arena that is reset for the
- * next record; reset keeps the largest block so that steady-state decoding
- * does not touch malloc at all. Requests larger than a quarter of the block
- * size get a block of their own, linked behind the current one, so one big
- * list does not waste the rest of the block small values are bumping in.
+ * next record; reset keeps the largest block of a normal size so that
+ * steady-state decoding does not touch malloc at all, and frees the rest
+ * (a record that needed hundreds of MiB does not keep them). Requests
+ * larger than a quarter of the block size get a block of their own, linked
+ * behind the current one, so one big list does not waste the rest of the
+ * block small values are bumping in. An optional limit bounds the bytes the
+ * blocks hold at once: the trace reader sets it per record, so a hostile
+ * record cannot make decoding take more than a small multiple of its size.
  *
  * Also the repr() helpers that error messages use to quote paths, magics
  * and values the way LMCache (Python) prints them.
@@ -50,6 +54,9 @@ static unsigned char *block_data(lmc_arena_block *b)
 void lmc_arena_init(lmc_arena *a, size_t block_size)
 {
     a->head = NULL;
+    a->limit = 0;
+    a->held = 0;
+    a->over_limit = false;
     if (block_size == 0)
         block_size = ARENA_DEFAULT_BLOCK;
     if (block_size < ARENA_MIN_BLOCK)
@@ -57,17 +64,27 @@ void lmc_arena_init(lmc_arena *a, size_t block_size)
     a->block_size = (block_size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
 }
 
-static lmc_arena_block *block_new(size_t cap)
+static lmc_arena_block *block_new(lmc_arena *a, size_t cap)
 {
     if (cap > SIZE_MAX - BLOCK_HDR)
         return NULL;
+    if (a->limit != 0 && (cap > a->limit || a->held > a->limit - cap)) {
+        a->over_limit = true;
+        return NULL;
+    }
     lmc_arena_block *b = malloc(BLOCK_HDR + cap);
     if (b == NULL)
         return NULL;
     b->next = NULL;
     b->cap = cap;
     b->used = 0;
+    a->held += cap;
     return b;
+}
+
+void lmc_arena_set_limit(lmc_arena *a, size_t limit)
+{
+    a->limit = limit;
 }
 
 void *lmc_arena_alloc(lmc_arena *a, size_t n)
@@ -84,7 +101,7 @@ void *lmc_arena_alloc(lmc_arena *a, size_t n)
     }
     if (h != NULL && n > a->block_size / 4) {
         /* A big request: its own block, behind the head, which keeps serving. */
-        lmc_arena_block *b = block_new(n);
+        lmc_arena_block *b = block_new(a, n);
         if (b == NULL)
             return NULL;
         b->used = n;
@@ -92,7 +109,7 @@ void *lmc_arena_alloc(lmc_arena *a, size_t n)
         h->next = b;
         return block_data(b);
     }
-    lmc_arena_block *b = block_new(n > a->block_size ? n : a->block_size);
+    lmc_arena_block *b = block_new(a, n > a->block_size ? n : a->block_size);
     if (b == NULL)
         return NULL;
     b->used = n;
@@ -105,7 +122,7 @@ void lmc_arena_reset(lmc_arena *a)
 {
     lmc_arena_block *keep = NULL;
     for (lmc_arena_block *b = a->head; b != NULL; b = b->next) {
-        if (keep == NULL || b->cap > keep->cap)
+        if (b->cap <= 4 * a->block_size && (keep == NULL || b->cap > keep->cap))
             keep = b;
     }
     lmc_arena_block *b = a->head;
@@ -120,6 +137,8 @@ void lmc_arena_reset(lmc_arena *a)
         keep->next = NULL;
     }
     a->head = keep;
+    a->held = keep != NULL ? keep->cap : 0;
+    a->over_limit = false;
 }
 
 void lmc_arena_free(lmc_arena *a)
@@ -131,6 +150,7 @@ void lmc_arena_free(lmc_arena *a)
         b = next;
     }
     a->head = NULL;
+    a->held = 0;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -392,6 +412,9 @@ static void put_tv(out *o, const lmc_tv *v, int depth)
         return;
     case LMC_TV_INT:
         putf(o, "%" PRId64, v->u.i);
+        return;
+    case LMC_TV_UINT:
+        putf(o, "%" PRIu64, v->u.u);
         return;
     case LMC_TV_FLOAT:
         put_float(o, v->u.f);
