@@ -20,6 +20,9 @@
 #include "core/clock.h"
 #include "core/flags.h"
 #include "core/log.h"
+#include "core/names.h"
+#include "core/strmap.h"
+#include "core/text.h"
 #include "replay/driver.h"
 #include "replay/output.h"
 #include "storage/config.h"
@@ -30,65 +33,43 @@
 /* info                                                                    */
 /* ---------------------------------------------------------------------- */
 
-typedef struct op_count {
-    char *qualname;
+/*
+ * The ops of a trace, counted per qualname in a hash map (a trace may hold
+ * any number of distinct names, NUL bytes and all) and printed sorted by
+ * their bytes, which for UTF-8 is Python's order of str.
+ */
+typedef struct op_row {
+    const char *q;
+    size_t len;
     uint64_t count;
-} op_count;
-
-typedef struct op_counts {
-    op_count *v;
-    size_t n, cap;
-    /* Traces usually interleave few qualnames: remember the last one hit. */
-    size_t last;
-} op_counts;
-
-static int count_op(op_counts *c, const char *q, size_t len)
-{
-    if (c->n > 0 && strlen(c->v[c->last].qualname) == len &&
-        memcmp(c->v[c->last].qualname, q, len) == 0) {
-        c->v[c->last].count++;
-        return 0;
-    }
-    for (size_t i = 0; i < c->n; i++) {
-        if (strlen(c->v[i].qualname) == len && memcmp(c->v[i].qualname, q, len) == 0) {
-            c->v[i].count++;
-            c->last = i;
-            return 0;
-        }
-    }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        op_count *nv = realloc(c->v, cap * sizeof(*nv));
-        if (nv == NULL)
-            return -1;
-        c->v = nv;
-        c->cap = cap;
-    }
-    char *copy = strndup(q, len);
-    if (copy == NULL)
-        return -1;
-    c->v[c->n] = (op_count){copy, 1};
-    c->last = c->n++;
-    return 0;
-}
+} op_row;
 
 static int cmp_op(const void *a, const void *b)
 {
-    return strcmp(((const op_count *)a)->qualname, ((const op_count *)b)->qualname);
+    const op_row *x = a, *y = b;
+    int c = memcmp(x->q, y->q, x->len < y->len ? x->len : y->len);
+    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
+/* A row of LMCache's layout; both parts may come from the trace, so both are escaped. */
 static void row(const char *label, const char *value)
 {
-    char l[128];
-    snprintf(l, sizeof(l), "%s:", label);
-    printf("  %-28s%s\n", l, value);
+    char *l = lmc_text_escape_dup(label, strlen(label));
+    char *v = lmc_text_escape_dup(value, strlen(value));
+    size_t n = l != NULL ? strlen(l) + 1 : 0;
+    printf("  %s:%*s%s\n", l != NULL ? l : "?", n < 28 ? (int)(28 - n) : 0, "",
+           v != NULL ? v : "?");
+    free(l);
+    free(v);
 }
 
 static void info_usage(FILE *out)
 {
     fprintf(out, "usage: lmcache trace info [--help] FILE\n\n"
                  "Print a trace's header fields, per-operation record counts, total records\n"
-                 "and duration (the largest record t_mono).\n");
+                 "and duration (the largest record t_mono). FILE may be a pipe (/dev/stdin):\n"
+                 "it is read once. A record is counted exactly when LMCache's reader would\n"
+                 "yield it; frames it would reject are counted as malformed.\n");
 }
 
 static int cmd_trace_info(int argc, char **argv)
@@ -123,41 +104,50 @@ static int cmd_trace_info(int argc, char **argv)
         fprintf(stderr, "lmcache trace info: %s\n", err.msg);
         return 1;
     }
-    op_counts ops = {0};
+    lmc_strmap *ops = lmc_strmap_create();
+    op_row *rows = NULL;
     uint64_t total = 0, dropped = 0;
     bool has_dropped = false;
     double duration = 0.0;
     double t_mono;
     const char *q;
     size_t qlen;
-    int rc = 0;
-    while (lmc_trace_reader_next_peek(rd, &t_mono, &q, &qlen) == LMC_OK) {
+    int rc = ops != NULL ? 0 : 1;
+    while (rc == 0 && lmc_trace_reader_next_peek(rd, &t_mono, &q, &qlen) == LMC_OK) {
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             has_dropped = true;
-            int64_t n;
-            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
-                dropped += (uint64_t)n;
+            lmc_trace_reader_add_dropped_count(rd, &dropped);
             continue;
         }
         if (t_mono > duration && isfinite(t_mono))
             duration = t_mono;
         total++;
-        if (count_op(&ops, q, qlen) != 0) {
-            fprintf(stderr, "lmcache trace info: out of memory\n");
+        uint64_t *n = lmc_strmap_slot(ops, q, qlen, NULL);
+        if (n == NULL)
             rc = 1;
-            break;
-        }
+        else
+            (*n)++;
+    }
+    size_t n_ops = ops != NULL ? lmc_strmap_size(ops) : 0;
+    if (rc == 0 && n_ops > 0 && (rows = calloc(n_ops, sizeof(*rows))) == NULL)
+        rc = 1;
+    if (rc != 0) {
+        fprintf(stderr, "lmcache trace info: out of memory\n");
+        goto out;
     }
     const lmc_trace_header *h = lmc_trace_reader_header(rd);
     char buf[128];
-    printf("Trace file: %s\n", path);
+    char *shown = lmc_text_escape_dup(path, strlen(path));
+    printf("Trace file: %s\n", shown != NULL ? shown : path);
+    free(shown);
     row("level", h->level);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->format_version);
     row("format_version", buf);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->trace_schema_version);
     row("trace_schema_version", buf);
-    snprintf(buf, sizeof(buf), "%.3fs", duration);
+    lmc_text_seconds(duration, buf, sizeof(buf) - 1);
+    strcat(buf, "s");
     row("duration", buf);
     row("sm_config_digest", h->sm_config_digest[0] ? h->sm_config_digest : "(none)");
     for (size_t i = 0; i < h->n_meta; i++)
@@ -168,20 +158,32 @@ static int cmd_trace_info(int argc, char **argv)
         snprintf(buf, sizeof(buf), "%llu", (unsigned long long)dropped);
         row("dropped_records", buf);
     }
-    if (ops.n == 0) {
+    if (lmc_trace_reader_malformed(rd) > 0) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)lmc_trace_reader_malformed(rd));
+        row("malformed_records", buf);
+    }
+    if (n_ops == 0) {
         printf("  ops: (none)\n");
     } else {
         printf("  ops:\n");
-        qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
-        for (size_t i = 0; i < ops.n; i++)
-            printf("    %s: %llu\n", ops.v[i].qualname, (unsigned long long)ops.v[i].count);
+        for (size_t i = 0; i < n_ops; i++) {
+            rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
+            rows[i].count = lmc_strmap_value_at(ops, i);
+        }
+        qsort(rows, n_ops, sizeof(*rows), cmp_op);
+        for (size_t i = 0; i < n_ops; i++) {
+            char *e = lmc_text_escape_dup(rows[i].q, rows[i].len);
+            printf("    %s: %llu\n", e != NULL ? e : "?", (unsigned long long)rows[i].count);
+            free(e);
+        }
     }
     if (lmc_trace_reader_truncated(rd))
         fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
                         "above cover the complete records\n", path);
-    for (size_t i = 0; i < ops.n; i++)
-        free(ops.v[i].qualname);
-    free(ops.v);
+
+out:
+    free(rows);
+    lmc_strmap_destroy(ops);
     lmc_trace_reader_close(rd);
     return rc;
 }
@@ -227,10 +229,62 @@ static void replay_usage(FILE *out)
     lmc_sm_config_print_help(out);
 }
 
+/*
+ * LMCache's observability flags (add_observability_args), which its `trace
+ * replay` takes too: accepted, so that a recorded command line can be
+ * reused, and ignored. --enable-extra-logging and --extra-logging-interval
+ * are storage-manager flags here (they are EvictionConfig fields of the
+ * config JSON).
+ */
+static const struct ignored_def {
+    const char *name;
+    bool value; /* takes a value */
+} IGNORED_FLAGS[] = {
+    {"--disable-observability", false},
+    {"--disable-metrics", false},
+    {"--disable-grpc-metrics", false},
+    {"--disable-logging", false},
+    {"--enable-tracing", false},
+    {"--otlp-endpoint", true},
+    {"--event-bus-queue-size", true},
+    {"--prometheus-port", true},
+    {"--metrics-sample-rate", true},
+    {"--lookup-hash-log-dir", true},
+    {"--trace-level", true},
+    {"--trace-output", true},
+};
+
+/*
+ * The ignored flag argv[*i] is (NULL: none), its value past it consumed
+ * (*missing when a value flag has none).
+ */
+static const char *ignored_flag(int argc, char **argv, int *i, const char **v, bool *missing)
+{
+    *missing = false;
+    for (size_t k = 0; k < sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0]); k++) {
+        const struct ignored_def *f = &IGNORED_FLAGS[k];
+        if (!f->value) {
+            if (strcmp(argv[*i], f->name) == 0)
+                return f->name;
+            continue;
+        }
+        bool matched;
+        *v = lmc_flag_value(f->name, argc, argv, i, &matched);
+        if (matched) {
+            *missing = *v == NULL;
+            return f->name;
+        }
+    }
+    return NULL;
+}
+
 /* 0 ok, 2 usage error (message printed). */
 static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
 {
     memset(a, 0, sizeof(*a));
+    const char *ignored[sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0])];
+    size_t n_ignored = 0;
+    const char *k;
     a->output_dir = ".";
     a->time_scale = 1.0;
     for (int i = 1; i < argc; i++) {
@@ -281,17 +335,19 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             if (!v)
                 goto missing;
             double s;
-            if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
-                lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+            if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
                 return 2;
             }
             a->time_scale = s;
-        } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
-                   (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
-            if (!v)
+        } else if ((k = ignored_flag(argc, argv, &i, &v, &m)) != NULL) {
+            if (m)
                 goto missing;
-            LMC_WARN("replay", "%s is ignored: a replay never records", arg);
+            bool listed = false;
+            for (size_t j = 0; j < n_ignored; j++)
+                listed = listed || ignored[j] == k;
+            if (!listed)
+                ignored[n_ignored++] = k;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
             replay_usage(stderr);
@@ -306,6 +362,14 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
     missing:
         fprintf(stderr, "lmcache trace replay: %s: a value is required\n", arg);
         return 2;
+    }
+    if (n_ignored > 0) {
+        char names[512];
+        lmc_names_join(ignored, n_ignored, ", ", NULL, names, sizeof(names));
+        LMC_WARN("replay",
+                 "ignoring %s: LMCache's observability flags change nothing here (a replay never "
+                 "records and has no metrics, tracing or logging subscribers)",
+                 names);
     }
     if (a->path == NULL) {
         fprintf(stderr, "lmcache trace replay: a trace FILE is required\n\n");
@@ -504,7 +568,11 @@ static int cmd_trace_replay(int argc, char **argv)
         (a.output && add_output(&outs, result, NULL, a.output, "--output") != 0))
         goto out;
     lmc_error err;
-    if (lmc_trace_count_records(a.path, &p.total, &err) != LMC_OK) {
+    /* A pipe is read once, by the replay itself: its total is unknown (0) then. */
+    lmc_status cst = lmc_trace_count_records(a.path, &p.total, &err);
+    if (cst == LMC_ERR_UNSUPPORTED) {
+        LMC_INFO("replay", "trace replay: %s", err.msg);
+    } else if (cst != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
         goto out;
     }

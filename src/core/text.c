@@ -10,6 +10,7 @@
  */
 #include "core/text.h"
 
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,4 +163,18 @@ char *lmc_text_escape_dup(const char *s, size_t n)
     if (p != NULL)
         lmc_text_escape(s, n, p, want + 1);
     return p;
+}
+
+size_t lmc_text_seconds(double s, char *buf, size_t cap)
+{
+    int n;
+    if (isnan(s))
+        n = snprintf(buf, cap, "nan");
+    else if (isinf(s))
+        n = snprintf(buf, cap, s < 0 ? "-inf" : "inf");
+    else if (fabs(s) < 1e9)
+        n = snprintf(buf, cap, "%.3f", s);
+    else
+        n = snprintf(buf, cap, "%.3e", s);
+    return n > 0 ? (size_t)n : 0;
 }

@@ -39,4 +39,11 @@ size_t lmc_text_escape(const char *s, size_t n, char *buf, size_t cap);
 /* lmc_text_escape into a malloc'd string (the caller frees it); NULL when memory runs out. */
 char *lmc_text_escape_dup(const char *s, size_t n);
 
+/*
+ * Seconds for a message or a table, at a sane width: "%.3f" below 1e9 in
+ * magnitude, else "%.3e" ("1.000e+300"), and "nan", "inf", "-inf" -- a
+ * corrupt time never prints as hundreds of digits. snprintf-style.
+ */
+size_t lmc_text_seconds(double s, char *buf, size_t cap);
+
 #endif

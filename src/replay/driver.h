@@ -12,9 +12,12 @@
  * runs ahead of the schedule; when the host is slower the replay lags.
  *
  * A schema 1 trace replays with a warning that cache_salt may be missing.
- * Records with no handler are skipped (with a warning, once per qualname);
- * the recorder's dropped-records marker is skipped silently and its count
- * reported. A failing handler counts the record as failed.
+ * Records with no handler, or whose args do not decode, are skipped (with a
+ * warning, once per qualname); frames that are not records at all are
+ * counted as malformed, apart; the recorder's dropped-records marker is
+ * skipped silently and its count reported. A failing handler counts the
+ * record as failed. Record times go through the time rule
+ * (replay/timeline.h), so no trace can make a replay hang.
  *
  * Threads: run() on the caller's thread; the StorageManager has its own.
  */
@@ -29,6 +32,7 @@
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
 #include "replay/stats.h"
+#include "replay/timeline.h" /* the time rule; lmc_replay_check_time_scale */
 
 /*
  * One record as the driver reports it, after its dispatch (or its skip);
@@ -55,7 +59,8 @@ typedef struct lmc_replay_options {
 
 typedef struct lmc_replay_result {
     uint64_t replayed;
-    uint64_t skipped;
+    uint64_t skipped;   /* no handler, or args that do not decode (as LMCache skips) */
+    uint64_t malformed; /* frames LMCache's reader rejects: not records, never replayed */
     uint64_t failed;
     uint64_t recorder_dropped; /* from the trace's dropped-records marker */
     bool truncated;            /* the trace's tail was cut */
@@ -65,9 +70,6 @@ typedef struct lmc_replay_result {
     char replay_digest[65];
     int64_t schema_version;
 } lmc_replay_result;
-
-/* Check a --time-scale value: finite and > 0, else LMC_ERR_INVALID naming it. */
-lmc_status lmc_replay_check_time_scale(double scale, lmc_error *err);
 
 /*
  * Replay path against a StorageManager built from cfg. Opening errors

@@ -155,6 +155,7 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .level = res->level,
         .replayed = res->replayed,
         .skipped = res->skipped,
+        .malformed = res->malformed,
         .failed = res->failed,
         .duration_s = lmc_replay_stats_duration_s(res->stats),
         .header_digest = res->header_digest,

@@ -248,7 +248,7 @@ char *lmc_metrics_format_json(const char *title, const lmc_metric_section *secti
 
 /* The sections of one report, with the strings they point into. */
 typedef struct report {
-    lmc_metric overall[6];
+    lmc_metric overall[7];
     lmc_metric *ops;
     lmc_metric pacing[4];
     lmc_metric_section sections[3];
@@ -304,6 +304,9 @@ static bool report_build(const lmc_replay_summary *s, report *r)
     r->overall[n++] = metric_int("replayed", "Records replayed", s->replayed);
     r->overall[n++] = metric_int("skipped", "Records skipped", s->skipped);
     r->overall[n++] = metric_int("failed", "Records failed", s->failed);
+    /* Not records at all (LMCache's reader skips them before its replay sees them). */
+    if (s->malformed > 0)
+        r->overall[n++] = metric_int("malformed", "Records malformed", s->malformed);
     r->overall[n++] = metric_float("duration", "Replay duration (s)", lmc_round3(s->duration_s));
     const char *hd = s->header_digest ? s->header_digest : "";
     const char *rd = s->replay_digest ? s->replay_digest : "";

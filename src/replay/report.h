@@ -40,6 +40,7 @@
 typedef struct lmc_replay_summary {
     const char *level;
     uint64_t replayed, skipped, failed;
+    uint64_t malformed; /* frames that are not records (a row only when > 0) */
     double duration_s;
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;

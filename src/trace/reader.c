@@ -61,6 +61,7 @@ struct lmc_trace_reader {
     uint32_t cur_len;
     lmc_trace_record_scan cur;
     char args_error[LMC_ERROR_MSG_MAX];
+    bool warned_dropped; /* a bad dropped_count was reported */
 };
 
 /* One frame as the buffer holds it. */
@@ -470,6 +471,22 @@ lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, 
     if (!lmc_mp_get_int64(&v, value))
         return LMC_ERR_NOT_FOUND;
     return LMC_OK;
+}
+
+void lmc_trace_reader_add_dropped_count(lmc_trace_reader *r, uint64_t *total)
+{
+    uint64_t n = 0;
+    lmc_status st = lmc_trace_reader_peek_u64_arg(r, "dropped_count", &n);
+    if (st == LMC_OK) {
+        *total = n > UINT64_MAX - *total ? UINT64_MAX : *total + n;
+        return;
+    }
+    if (!r->warned_dropped)
+        LMC_WARN("trace",
+                 "TraceReader: the dropped-records marker has %s dropped_count; it is not "
+                 "counted",
+                 st == LMC_ERR_FORMAT ? "a negative" : "no integer");
+    r->warned_dropped = true;
 }
 
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r)

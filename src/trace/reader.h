@@ -101,6 +101,14 @@ lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const
 lmc_status lmc_trace_reader_peek_u64_arg(lmc_trace_reader *r, const char *name, uint64_t *value);
 lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value);
 
+/*
+ * The recorder's dropped-records marker (LMC_TRACE_DROPPED_QUALNAME), the
+ * record just returned: add its dropped_count, an unsigned 64-bit count, to
+ * *total (saturating). A negative or missing count is reported once and
+ * ignored, never wrapped around.
+ */
+void lmc_trace_reader_add_dropped_count(lmc_trace_reader *r, uint64_t *total);
+
 /* Counters so far. */
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r);   /* returned */
 uint64_t lmc_trace_reader_malformed(const lmc_trace_reader *r); /* frames skipped */
