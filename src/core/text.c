@@ -63,14 +63,17 @@ bool lmc_utf8_valid(const void *s, size_t n)
     const uint8_t *p = s;
     size_t i = 0;
     while (i < n) {
-        if (n - i >= 8) {
+        /* Skip ASCII: a word at a time, then byte by byte. */
+        for (; n - i >= 8; i += 8) {
             uint64_t w;
             memcpy(&w, p + i, sizeof(w));
-            if ((w & 0x8080808080808080ull) == 0) {
-                i += 8;
-                continue;
-            }
+            if ((w & 0x8080808080808080ull) != 0)
+                break;
         }
+        while (i < n && p[i] < 0x80)
+            i++;
+        if (i == n)
+            break;
         uint32_t cp;
         size_t len = utf8_next(p + i, n - i, &cp);
         if (len == 0)

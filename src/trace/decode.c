@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "trace/codec.h"
+#include "trace/validate.h"
 
 #define TAG_KEY "__t__"
 #define TAG_VAL "v"
@@ -150,9 +151,6 @@ lmc_status lmc_trace_parse_object(lmc_mp_reader *r, lmc_arena *a, msgpack_object
 /* ObjectKeys from the bytes                                               */
 /* ---------------------------------------------------------------------- */
 
-/* {"__t__": "ObjectKey", "v": -- the codec's canonical wrapper of every key. */
-static const uint8_t KEY_WRAP[] = {0x82, 0xa5, '_', '_', 't', '_', '_', 0xa9, 'O', 'b',
-                                   'j',  'e',  'c', 't', 'K', 'e', 'y', 0xa1, 'v'};
 /*
  * A canonical key is at least 54 bytes (the wrapper, a map header, three
  * required fields); a list is tried only when this many bytes per item are
@@ -160,36 +158,8 @@ static const uint8_t KEY_WRAP[] = {0x82, 0xa5, '_', '_', 't', '_', '_', 0xa9, 'O
  */
 #define KEY_MIN_BYTES 32
 
-typedef struct key_fields {
-    lmc_mp_item hash, model, salt;
-    int64_t rank, group;
-    bool has_group, has_salt;
-} key_fields;
-
-/*
- * The payload exactly as the codec writes it: a fixmap of five fields in
- * declaration order, each name a fixstr (the octal escapes are the map and
- * str headers: 0x85, 0xaa, 0xa7, 0xaf).
- */
-static inline __attribute__((always_inline)) bool key_fields_in_order(lmc_mp_reader *r,
-                                                                      key_fields *f)
-{
-    lmc_mp_item k, g;
-    if (!lmc_mp_take(r, "\205\252chunk_hash", 12) || lmc_mp_next(r, &f->hash) != LMC_MP_OK ||
-        f->hash.type != LMC_MP_BIN || !lmc_mp_take(r, "\252model_name", 11) ||
-        lmc_mp_next(r, &f->model) != LMC_MP_OK || f->model.type != LMC_MP_STR ||
-        !lmc_mp_take(r, "\247kv_rank", 8) || lmc_mp_next(r, &k) != LMC_MP_OK ||
-        !lmc_mp_get_int64(&k, &f->rank) || !lmc_mp_take(r, "\257object_group_id", 16) ||
-        lmc_mp_next(r, &g) != LMC_MP_OK || !lmc_mp_get_int64(&g, &f->group) ||
-        !lmc_mp_take(r, "\252cache_salt", 11) || lmc_mp_next(r, &f->salt) != LMC_MP_OK ||
-        f->salt.type != LMC_MP_STR)
-        return false;
-    f->has_group = f->has_salt = true;
-    return true;
-}
-
 /* Any order, optional fields left out; no unknown or repeated field. */
-static bool key_fields_any_order(lmc_mp_reader *r, key_fields *f)
+static bool key_fields_any_order(lmc_mp_reader *r, lmc_trace_key_fields *f)
 {
     lmc_mp_item m;
     if (lmc_mp_next(r, &m) != LMC_MP_OK || m.type != LMC_MP_MAP || m.v.n > 5)
@@ -237,8 +207,8 @@ static bool key_fields_any_order(lmc_mp_reader *r, key_fields *f)
 static bool key_payload(lmc_mp_reader *r, lmc_object_key *k, lmc_object_key_cache *kc)
 {
     const uint8_t *payload = r->p;
-    key_fields f;
-    if (!key_fields_in_order(r, &f)) {
+    lmc_trace_key_fields f;
+    if (!lmc_trace_key_fields_in_order(r, &f)) {
         r->p = payload;
         memset(&f, 0, sizeof(f));
         if (!key_fields_any_order(r, &f))
@@ -304,7 +274,8 @@ static bool key_list(ctx *c, lmc_mp_reader *r, uint32_t n, lmc_tv *out)
     if (keys == NULL || v == NULL)
         return false;
     for (uint32_t i = 0; i < n; i++) {
-        if (!lmc_mp_take(r, KEY_WRAP, sizeof(KEY_WRAP)) || !key_payload(r, &keys[i], &c->kc))
+        if (!lmc_mp_take(r, LMC_TRACE_KEY_WRAP, LMC_TRACE_KEY_WRAP_LEN) ||
+            !key_payload(r, &keys[i], &c->kc))
             return false;
         memset(&v[i], 0, sizeof(v[i]));
         v[i].kind = LMC_TV_OBJECT_KEY;
@@ -473,8 +444,8 @@ static lmc_status value(ctx *c, lmc_mp_reader *r, unsigned depth, lmc_tv *out)
     case LMC_MP_BIN:
         return bytes(c, &it, out);
     case LMC_MP_ARRAY:
-        if (it.v.n > 0 && lmc_mp_left(r) >= sizeof(KEY_WRAP) &&
-            memcmp(r->p, KEY_WRAP, sizeof(KEY_WRAP)) == 0) {
+        if (it.v.n > 0 && lmc_mp_left(r) >= LMC_TRACE_KEY_WRAP_LEN &&
+            memcmp(r->p, LMC_TRACE_KEY_WRAP, LMC_TRACE_KEY_WRAP_LEN) == 0) {
             const uint8_t *at = r->p;
             if (key_list(c, r, it.v.n, out))
                 return LMC_OK;

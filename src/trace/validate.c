@@ -72,6 +72,27 @@ lmc_status lmc_trace_check_str(const lmc_mp_item *s, const char *what, const cha
     return lmc_error_set(err, LMC_ERR_FORMAT, "%s.%s: the str is not valid UTF-8", what, field);
 }
 
+/*
+ * How many of the n items at r are keys in the codec's canonical layout,
+ * checked as the general walk would check them (strs as UTF-8); r is past
+ * them. The general walk takes over at the first other item: a list of keys
+ * is most of every record, and this reads it a run of fixed bytes at a time.
+ */
+static uint32_t canonical_keys(lmc_mp_reader *r, uint32_t n)
+{
+    uint32_t i = 0;
+    for (; i < n; i++) {
+        const uint8_t *at = r->p;
+        lmc_trace_key_fields f;
+        if (!lmc_mp_take(r, LMC_TRACE_KEY_WRAP, LMC_TRACE_KEY_WRAP_LEN) ||
+            !lmc_trace_key_fields_in_order(r, &f) || !str_valid(&f.model) || !str_valid(&f.salt)) {
+            r->p = at;
+            break;
+        }
+    }
+    return i;
+}
+
 /* One open container of the walk. */
 typedef struct level {
     uint64_t left; /* values still to read in it (a map counts keys and values) */
@@ -128,8 +149,13 @@ lmc_status lmc_trace_check_any(lmc_mp_reader *r, unsigned depth, const char *wha
                 r->p = at;
                 return lmc_mp_error_set(err, what, r, LMC_MP_TOO_DEEP);
             }
+            uint32_t keys = 0;
+            /* A key nests two maps inside the list. */
+            if (it.type == LMC_MP_ARRAY && !in_key && depth + top + 2 < LMC_MP_MAX_DEPTH &&
+                (keys = canonical_keys(r, it.v.n)) == it.v.n)
+                break;
             stack[top++] = cur;
-            cur.left = (uint64_t)it.v.n << (it.type == LMC_MP_MAP);
+            cur.left = (uint64_t)(it.v.n - keys) << (it.type == LMC_MP_MAP);
             cur.map = it.type == LMC_MP_MAP;
             cur.key = in_key;
             break;

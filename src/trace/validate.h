@@ -45,6 +45,44 @@
 #include "core/mp_reader.h"
 #include "lmcache/status.h"
 
+/*
+ * The layout of an ObjectKey as the codec writes it, shared by the checker
+ * and the decoder so that both recognise the hot case the same way:
+ * {"__t__": "ObjectKey", "v": then a fixmap of the five fields in
+ * declaration order, each name a fixstr.
+ */
+#define LMC_TRACE_KEY_WRAP "\x82\xa5__t__\xa9ObjectKey\xa1v"
+#define LMC_TRACE_KEY_WRAP_LEN 19
+
+typedef struct lmc_trace_key_fields {
+    lmc_mp_item hash, model, salt;
+    int64_t rank, group;
+    bool has_group, has_salt;
+} lmc_trace_key_fields;
+
+/*
+ * The payload at r in that exact layout (the octal escapes are the map and
+ * str headers: 0x85, 0xaa, 0xa7, 0xaf), its fields into *f; false, with r
+ * anywhere inside it, for any other layout or a field of another type.
+ * Strs are not checked as UTF-8 here.
+ */
+static inline __attribute__((always_inline)) bool
+lmc_trace_key_fields_in_order(lmc_mp_reader *r, lmc_trace_key_fields *f)
+{
+    lmc_mp_item k, g;
+    if (!lmc_mp_take(r, "\205\252chunk_hash", 12) || lmc_mp_next(r, &f->hash) != LMC_MP_OK ||
+        f->hash.type != LMC_MP_BIN || !lmc_mp_take(r, "\252model_name", 11) ||
+        lmc_mp_next(r, &f->model) != LMC_MP_OK || f->model.type != LMC_MP_STR ||
+        !lmc_mp_take(r, "\247kv_rank", 8) || lmc_mp_next(r, &k) != LMC_MP_OK ||
+        !lmc_mp_get_int64(&k, &f->rank) || !lmc_mp_take(r, "\257object_group_id", 16) ||
+        lmc_mp_next(r, &g) != LMC_MP_OK || !lmc_mp_get_int64(&g, &f->group) ||
+        !lmc_mp_take(r, "\252cache_salt", 11) || lmc_mp_next(r, &f->salt) != LMC_MP_OK ||
+        f->salt.type != LMC_MP_STR)
+        return false;
+    f->has_group = f->has_salt = true;
+    return true;
+}
+
 /* A Record body that passed: its fields, pointing into the body. */
 typedef struct lmc_trace_record_scan {
     double t_mono;
