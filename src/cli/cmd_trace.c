@@ -480,17 +480,19 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
 {
     progress *p = ud;
     p->n = rec->index;
-    const char *q = rec->qualname;
+    /* The qualname comes from the trace: escaped before it reaches a terminal. */
+    char *q = lmc_text_escape_dup(rec->qualname, strlen(rec->qualname));
     double ms = rec->latency_s * 1000.0;
     const char *status = rec->failed ? "FAIL" : "OK";
     if (p->args->verbose)
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)p->n,
-               (unsigned long long)p->total, status, ms, q);
+               (unsigned long long)p->total, status, ms, q != NULL ? q : "?");
     else if (p->bar)
         draw_bar(p, false);
     else
         LMC_INFO("replay", "[%llu/%llu] %s %s (%.3fms)", (unsigned long long)p->n,
-                 (unsigned long long)p->total, status, q, ms);
+                 (unsigned long long)p->total, status, q != NULL ? q : "?", ms);
+    free(q);
     for (size_t i = 0; i < p->outputs->n; i++)
         lmc_replay_output_record(p->outputs->v[i], rec);
 }
