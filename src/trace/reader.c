@@ -237,7 +237,11 @@ lmc_status lmc_trace_reader_open(const char *path, lmc_trace_reader **out, lmc_e
                            "trace file %s: cannot open: %s", r->qpath, strerror(e));
         goto fail;
     }
+    /* A small file gets a buffer its size (it grows if the file does). */
+    struct stat sb;
     r->cap = READ_BUF_SIZE;
+    if (fstat(r->fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size < (off_t)READ_BUF_SIZE)
+        r->cap = sb.st_size < 4096 ? 4096 : (size_t)sb.st_size;
     r->buf = malloc(r->cap);
     if (r->buf == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "trace file %s: out of memory", r->qpath);
