@@ -896,6 +896,7 @@ static void test_extra_logging_flags_go_into_both_eviction_configs(void **state)
     lmc_sm_config_free(&cfg);
     assert_int_equal(PARSE_REQ(&cfg, &err, "--extra-logging-interval", "0"), LMC_ERR_INVALID);
     assert_string_equal(err.msg, "--extra-logging-interval: 0 is not a finite number > 0");
+    lmc_sm_config_free(&cfg);
 }
 
 static void test_to_json_of_full_config_matches_exactly(void **state)
