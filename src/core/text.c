@@ -90,13 +90,7 @@ static bool is_layout_control(uint32_t cp)
            cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
 }
 
-/* A bounded writer that keeps counting past the end, like snprintf. */
-typedef struct out {
-    char *buf;
-    size_t cap, pos;
-} out;
-
-static void put(out *o, const char *s, size_t n)
+void lmc_bounded_put(lmc_bounded *o, const char *s, size_t n)
 {
     if (o->cap > 0 && o->pos < o->cap - 1) {
         size_t room = o->cap - 1 - o->pos;
@@ -105,9 +99,16 @@ static void put(out *o, const char *s, size_t n)
     o->pos += n;
 }
 
+size_t lmc_bounded_finish(lmc_bounded *o)
+{
+    if (o->cap > 0)
+        o->buf[o->pos < o->cap ? o->pos : o->cap - 1] = '\0';
+    return o->pos;
+}
+
 size_t lmc_text_escape(const char *s, size_t n, char *buf, size_t cap)
 {
-    out o = {buf, cap, 0};
+    lmc_bounded o = {buf, cap, 0};
     const uint8_t *p = (const uint8_t *)(s != NULL ? s : "");
     if (s == NULL)
         n = 0;
@@ -120,33 +121,33 @@ size_t lmc_text_escape(const char *s, size_t n, char *buf, size_t cap)
             size_t j = i + 1;
             while (j < n && p[j] >= 0x20 && p[j] < 0x7f && p[j] != '\\')
                 j++;
-            put(&o, (const char *)p + i, j - i);
+            lmc_bounded_put(&o, (const char *)p + i, j - i);
             i = j;
             continue;
         }
         if (b == '\\') {
-            put(&o, "\\\\", 2);
+            lmc_bounded_put(&o, "\\\\", 2);
         } else if (b == '\n') {
-            put(&o, "\\n", 2);
+            lmc_bounded_put(&o, "\\n", 2);
         } else if (b == '\r') {
-            put(&o, "\\r", 2);
+            lmc_bounded_put(&o, "\\r", 2);
         } else if (b == '\t') {
-            put(&o, "\\t", 2);
+            lmc_bounded_put(&o, "\\t", 2);
         } else if (b < 0x80) {
             snprintf(esc, sizeof(esc), "\\x%02x", b);
-            put(&o, esc, 4);
+            lmc_bounded_put(&o, esc, 4);
         } else {
             uint32_t cp;
             size_t len = utf8_next(p + i, n - i, &cp);
             if (len == 0) {
                 snprintf(esc, sizeof(esc), "\\x%02x", b);
-                put(&o, esc, 4);
+                lmc_bounded_put(&o, esc, 4);
             } else {
                 if (is_layout_control(cp)) {
                     snprintf(esc, sizeof(esc), "\\u%04x", (unsigned)cp);
-                    put(&o, esc, 6);
+                    lmc_bounded_put(&o, esc, 6);
                 } else {
-                    put(&o, (const char *)p + i, len);
+                    lmc_bounded_put(&o, (const char *)p + i, len);
                 }
                 i += len;
                 continue;
@@ -154,9 +155,7 @@ size_t lmc_text_escape(const char *s, size_t n, char *buf, size_t cap)
         }
         i++;
     }
-    if (cap > 0)
-        buf[o.pos < cap ? o.pos : cap - 1] = '\0';
-    return o.pos;
+    return lmc_bounded_finish(&o);
 }
 
 char *lmc_text_escape_dup(const char *s, size_t n)

@@ -26,6 +26,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/*
+ * A bounded writer that keeps counting past the end, like snprintf: put
+ * copies what fits (always leaving room for the NUL), finish terminates the
+ * text and returns the length it wanted. buf may be NULL when cap is 0.
+ */
+typedef struct lmc_bounded {
+    char *buf;
+    size_t cap, pos;
+} lmc_bounded;
+
+void lmc_bounded_put(lmc_bounded *o, const char *s, size_t n);
+size_t lmc_bounded_finish(lmc_bounded *o);
+
 /* Whether the n bytes at s are UTF-8 as Python's strict decoder accepts it. */
 bool lmc_utf8_valid(const void *s, size_t n);
 

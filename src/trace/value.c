@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/text.h"
 #include "trace/codec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -157,20 +158,12 @@ void lmc_arena_free(lmc_arena *a)
 /* Formatting                                                              */
 /* ---------------------------------------------------------------------- */
 
-/* A bounded writer that keeps counting past the end, like snprintf. */
-typedef struct out {
-    char *buf;
-    size_t cap;
-    size_t pos;
-} out;
+/* A bounded writer that keeps counting past the end, like snprintf (core/text.h). */
+typedef lmc_bounded out;
 
 static void put(out *o, const char *s, size_t n)
 {
-    if (o->cap > 0 && o->pos < o->cap - 1) {
-        size_t room = o->cap - 1 - o->pos;
-        memcpy(o->buf + o->pos, s, n < room ? n : room);
-    }
-    o->pos += n;
+    lmc_bounded_put(o, s, n);
 }
 
 static void puts_(out *o, const char *s)
@@ -192,9 +185,7 @@ static void putf(out *o, const char *fmt, ...)
 
 static size_t finish(out *o)
 {
-    if (o->cap > 0)
-        o->buf[o->pos < o->cap ? o->pos : o->cap - 1] = '\0';
-    return o->pos;
+    return lmc_bounded_finish(o);
 }
 
 /*
