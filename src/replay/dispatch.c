@@ -4,10 +4,13 @@
  *
  * Handlers read their arguments by name, as LMCache's handlers pass the
  * decoded args as keyword arguments: the names are the traced function's
- * parameters. Arguments the recorder always writes but a hand-made or
- * older trace may lack get LMCache's defaults (extra_count 0,
- * external_request_id "", policy PREFIX); keys and, where the call needs
- * one, layout_desc are required.
+ * parameters. Each handler first checks the record's argument names
+ * against its op's row of trace/ops.def (check_args), as Python binds
+ * sm.<method>(**args): an argument the method does not take, or one
+ * without a default that is missing (keys, layout_desc, mode), fails the
+ * record, naming it. Arguments with a default that a hand-made trace may
+ * lack get LMCache's defaults (extra_count 0, external_request_id "",
+ * policy PREFIX).
  */
 #include "replay/dispatch.h"
 
@@ -16,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "trace/codec.h"
 #include "trace/ops.h"
 
@@ -323,6 +327,39 @@ size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms)
 /* Argument access                                                         */
 /* ---------------------------------------------------------------------- */
 
+/* The kinds of argument whose parameter has no default in LMCache's signature. */
+static bool required_kind(lmc_trace_arg_kind k)
+{
+    return k == LMC_TRACE_ARG_KEYS || k == LMC_TRACE_ARG_LAYOUT || k == LMC_TRACE_ARG_MODE;
+}
+
+/* rec's argument names against op's row of trace/ops.def, as Python binds keyword arguments. */
+static lmc_status check_args(const lmc_trace_record *rec, lmc_trace_op op, lmc_error *err)
+{
+    const lmc_trace_op_info *info = lmc_trace_op_get(op);
+    for (size_t i = 0; i < rec->nargs; i++) {
+        size_t j = 0;
+        while (j < info->nargs &&
+               !(rec->args[i].name_len == info->args[j].name_len &&
+                 memcmp(rec->args[i].name, info->args[j].name, info->args[j].name_len) == 0))
+            j++;
+        if (j == info->nargs) {
+            char *name = lmc_text_escape_dup(rec->args[i].name, rec->args[i].name_len);
+            lmc_error_set(err, LMC_ERR_FORMAT, "%s: unexpected argument '%s'", info->name,
+                          name != NULL ? name : "?");
+            free(name);
+            return LMC_ERR_FORMAT;
+        }
+    }
+    for (size_t j = 0; j < info->nargs; j++) {
+        if (required_kind(info->args[j].kind) &&
+            lmc_trace_args_find(rec->args, rec->nargs, info->args[j].name) == NULL)
+            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: missing required argument '%s'",
+                                 info->name, info->args[j].name);
+    }
+    return LMC_OK;
+}
+
 static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
 {
     if (n <= ctx->scratch_cap)
@@ -458,21 +495,21 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
     size_t n;
     const lmc_object_key *keys;
     const lmc_layout_desc *layout;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = check_args(rec, LMC_TRACE_OP_RESERVE_WRITE, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_layout(rec, &layout, err);
     if (st != LMC_OK)
         return st;
-    lmc_write_mode mode = LMC_WRITE_ALL; /* LMCache's default */
+    lmc_write_mode mode;
     const lmc_trace_arg *m = lmc_trace_args_find(rec->args, rec->nargs, "mode");
-    if (m != NULL && m->value.kind != LMC_TV_NIL) {
-        if (m->value.kind != LMC_TV_STR)
-            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'mode' is not a string",
-                                 rec->qualname);
-        st = lmc_write_mode_from_name(m->value.u.s.ptr, m->value.u.s.len, &mode, err);
-        if (st != LMC_OK)
-            return lmc_error_prefix(err, "%s", rec->qualname);
-    }
+    if (m->value.kind != LMC_TV_STR)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'mode' is not a string",
+                             rec->qualname);
+    st = lmc_write_mode_from_name(m->value.u.s.ptr, m->value.u.s.len, &mode, err);
+    if (st != LMC_OK)
+        return lmc_error_prefix(err, "%s", rec->qualname);
     lmc_sm_reserve_write(ctx->sm, keys, n, layout, mode, ctx->errs, ctx->objs);
     /* The trace carries no KV bytes: what replay writes is zeros (when anything can read them). */
     for (size_t i = 0; ctx->zero_fill && i < n; i++) {
@@ -494,7 +531,9 @@ lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = check_args(rec, LMC_TRACE_OP_FINISH_WRITE, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_write(ctx->sm, keys, n, ctx->errs);
@@ -522,6 +561,30 @@ static lmc_status get_policy(const lmc_trace_record *rec, lmc_trim_policy *out, 
                          rec->qualname);
 }
 
+/*
+ * external_request_id as the StorageManager keeps it (a malloc'd copy, NULL
+ * for absent or None): a str of any length, but not one holding NUL, which
+ * a C string cannot keep whole.
+ */
+static lmc_status get_request_id(const lmc_trace_record *rec, char **out, lmc_error *err)
+{
+    *out = NULL;
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "external_request_id");
+    if (a == NULL || a->value.kind == LMC_TV_NIL)
+        return LMC_OK;
+    if (a->value.kind != LMC_TV_STR)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'external_request_id' is not a str",
+                             rec->qualname);
+    if (memchr(a->value.u.s.ptr, '\0', a->value.u.s.len) != NULL)
+        return lmc_error_set(err, LMC_ERR_FORMAT,
+                             "%s: argument 'external_request_id' holds a NUL byte, which the "
+                             "StorageManager cannot keep",
+                             rec->qualname);
+    if ((*out = strndup(a->value.u.s.ptr, a->value.u.s.len)) == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+    return LMC_OK;
+}
+
 lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
                                       lmc_error *err)
 {
@@ -530,32 +593,33 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     const lmc_layout_desc *layout;
     uint32_t extra;
     lmc_trim_policy policy;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    char *ext = NULL;
+    lmc_status st = check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_layout(rec, &layout, err);
     if (st == LMC_OK)
         st = get_extra_count(rec, &extra, err);
     if (st == LMC_OK)
         st = get_policy(rec, &policy, err);
+    if (st == LMC_OK)
+        st = get_request_id(rec, &ext, err);
     if (st != LMC_OK)
         return st;
-    char ext[256] = "";
-    const lmc_trace_arg *e = lmc_trace_args_find(rec->args, rec->nargs, "external_request_id");
-    if (e != NULL && e->value.kind == LMC_TV_STR) {
-        size_t len = e->value.u.s.len < sizeof(ext) - 1 ? e->value.u.s.len : sizeof(ext) - 1;
-        memcpy(ext, e->value.u.s.ptr, len);
-        ext[len] = '\0';
-    }
     if (ctx->n_prefetches == ctx->cap_prefetches) {
         size_t cap = ctx->cap_prefetches ? ctx->cap_prefetches * 2 : 64;
         pending_prefetch *p = realloc(ctx->prefetches, cap * sizeof(*p));
-        if (p == NULL)
+        if (p == NULL) {
+            free(ext);
             return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+        }
         ctx->prefetches = p;
         ctx->cap_prefetches = cap;
     }
     lmc_prefetch_handle h;
     st = lmc_sm_submit_prefetch_task(ctx->sm, keys, n, layout, extra, ext, policy, &h, err);
+    free(ext);
     if (st != LMC_OK)
         return st;
     lmc_replay_outcome *o = &ctx->outcome;
@@ -594,7 +658,9 @@ lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *r
     size_t n;
     const lmc_object_key *keys;
     uint32_t extra;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = check_args(rec, LMC_TRACE_OP_FINISH_READ, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
         st = get_extra_count(rec, &extra, err);
     if (st != LMC_OK)
@@ -644,7 +710,9 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = check_args(rec, LMC_TRACE_OP_READ_ENTER, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     /*
@@ -689,7 +757,9 @@ lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = check_args(rec, LMC_TRACE_OP_READ_EXIT, err);
+    if (st == LMC_OK)
+        st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     uint64_t h = tuple_hash(keys, n);

@@ -15,9 +15,12 @@
  * (replay/pace.h). Either way the eviction period is 1 s x time_scale.
  *
  * A schema 1 trace replays with a warning that cache_salt may be missing.
- * Records with no handler are skipped (with a warning, once per qualname);
- * the recorder's dropped-records marker is skipped silently and its count
- * reported. A failing handler counts the record as failed.
+ * Records with no handler, or whose args do not decode, are skipped (with a
+ * warning, once per qualname); frames that are not records at all are
+ * counted as malformed, apart; the recorder's dropped-records marker is
+ * skipped silently and its count reported. A failing handler counts the
+ * record as failed. Record times go through the time rule
+ * (replay/timeline.h), so no trace can make a replay hang.
  *
  * Outcomes: every record goes through a reorder buffer
  * (replay/outcome_queue.h), so on_record, the totals and the outcome
@@ -41,6 +44,7 @@
 #include "replay/outcome.h"
 #include "replay/pace.h"
 #include "replay/stats.h"
+#include "replay/timeline.h" /* the time rule; lmc_replay_check_time_scale */
 
 /* Called for every record reported, in record order, once its outcome is final. */
 typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
@@ -67,8 +71,8 @@ typedef struct lmc_replay_options {
 
 typedef struct lmc_replay_result {
     uint64_t replayed;
-    uint64_t skipped;   /* records with no handler */
-    uint64_t malformed; /* records the reader could not decode (skipped too) */
+    uint64_t skipped;   /* no handler, or args that do not decode (as LMCache skips) */
+    uint64_t malformed; /* frames LMCache's reader rejects: not records, never replayed */
     uint64_t failed;
     uint64_t recorder_dropped; /* from the trace's dropped-records marker */
     bool truncated;            /* the trace's tail was cut */
@@ -89,9 +93,6 @@ typedef struct lmc_replay_result {
     char outcome_digest[LMC_SHA256_HEX_LEN + 1];
     lmc_replay_pace pace; /* virtual: no lateness was measured */
 } lmc_replay_result;
-
-/* Check a --time-scale value: finite and > 0, else LMC_ERR_INVALID naming it. */
-lmc_status lmc_replay_check_time_scale(double scale, lmc_error *err);
 
 /*
  * Replay path against a StorageManager built from cfg. Opening errors

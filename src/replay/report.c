@@ -356,8 +356,11 @@ static void overall_section(report *r, const lmc_replay_summary *s)
     section_begin(r);
     add(r, metric_str("level", "Trace level", s->level));
     add(r, metric_int("replayed", "Records replayed", s->replayed));
-    add(r, metric_int("skipped", "Records skipped", s->skipped + s->malformed));
+    add(r, metric_int("skipped", "Records skipped", s->skipped));
     add(r, metric_int("failed", "Records failed", s->failed));
+    /* Not records at all (LMCache's reader skips them before its replay sees them). */
+    if (s->malformed > 0)
+        add(r, metric_int("malformed", "Records malformed", s->malformed));
     add(r, metric_float("duration", "Replay duration (s)", lmc_round3(s->duration_s)));
     if (s->interrupted)
         add(r, metric_str("status", "Status",

@@ -45,6 +45,7 @@ typedef struct lmc_replay_repeat lmc_replay_repeat; /* replay/repeat.h */
 typedef struct lmc_replay_summary {
     const char *level;
     uint64_t replayed, skipped, failed;
+    uint64_t malformed; /* frames that are not records (a row only when > 0) */
     double duration_s;
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;
@@ -58,7 +59,7 @@ typedef struct lmc_replay_summary {
     const lmc_replay_totals *totals; /* NULL: no outcome sections (a latency-only summary) */
     lmc_replay_figures figures;      /* of totals */
     const char *outcome_digest;
-    uint64_t malformed, recorder_dropped, reported, unfinished_prefetches;
+    uint64_t recorder_dropped, reported, unfinished_prefetches;
     bool truncated, interrupted;
     int64_t schema_version, format_version;
     double trace_span_s; /* last minus first recorded time of the records reported */
