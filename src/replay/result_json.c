@@ -77,7 +77,7 @@ static lmc_json *trace_json(builder *b, const lmc_replay_summary *s)
     set(b, t, "path", str_or_null(s->trace_path));
     set(b, t, "digest",
         s->trace_digest != NULL && s->trace_digest[0] ? lmc_json_string(s->trace_digest)
-                                                       : lmc_json_null());
+                                                      : lmc_json_null());
     set(b, t, "level", str_or_null(s->level));
     set(b, t, "format_version", lmc_json_int(s->format_version));
     set(b, t, "trace_schema_version", lmc_json_int(s->schema_version));
