@@ -944,6 +944,8 @@ static const lmc_cli_command subs[] = {
     {"replay", "replay a trace against a fresh StorageManager and report latencies",
      cmd_trace_replay},
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
+    {"compare", "compare two replay results: deltas, thresholds, first divergent record",
+     lmc_cmd_trace_compare},
 };
 
 int lmc_cmd_trace(int argc, char **argv)
