@@ -456,19 +456,11 @@ char *lmc_compare_report_table(const lmc_compare *c, const lmc_compare_report_op
 
 /* ---- JSON ----------------------------------------------------------------- */
 
-typedef struct builder {
-    bool ok;
-} builder;
-
-static void set(builder *b, lmc_json *obj, const char *key, lmc_json *v)
+/* Set key (v taken even on failure, as lmc_json_object_set does); *ok false when it fails. */
+static void set(bool *ok, lmc_json *obj, const char *key, lmc_json *v)
 {
-    if (obj == NULL) {
-        lmc_json_free(v);
-        b->ok = false;
-        return;
-    }
     if (lmc_json_object_set(obj, key, v) != LMC_OK)
-        b->ok = false;
+        *ok = false;
 }
 
 static lmc_json *copy_of(const lmc_json *v)
@@ -485,11 +477,11 @@ static lmc_json *number(double v, bool is_int)
     return lmc_json_float(v);
 }
 
-static lmc_json *side_json(builder *b, const lmc_cmp_side *s)
+static lmc_json *side_json(bool *ok, const lmc_cmp_side *s)
 {
     lmc_json *o = lmc_json_object();
-    set(b, o, "path", lmc_json_string(s->path));
-    set(b, o, "index", s->index >= 0 ? lmc_json_int(s->index) : lmc_json_null());
+    set(ok, o, "path", lmc_json_string(s->path));
+    set(ok, o, "index", s->index >= 0 ? lmc_json_int(s->index) : lmc_json_null());
     static const char *const fields[][2] = {{"trace_path", "trace.path"},
                                             {"trace_digest", "trace.digest"},
                                             {"status", "status"},
@@ -498,13 +490,13 @@ static lmc_json *side_json(builder *b, const lmc_cmp_side *s)
                                             {"time_scale", "time_scale"},
                                             {"outcome_digest", "outcome_digest"}};
     for (size_t i = 0; i < COUNT(fields); i++)
-        set(b, o, fields[i][0], copy_of(lmc_json_at_path(s->result, fields[i][1])));
+        set(ok, o, fields[i][0], copy_of(lmc_json_at_path(s->result, fields[i][1])));
     const lmc_json *runs = lmc_json_at_path(s->result, "repeat.runs");
-    set(b, o, "repeat_runs", runs != NULL ? lmc_json_copy(runs) : lmc_json_int(1));
+    set(ok, o, "repeat_runs", runs != NULL ? lmc_json_copy(runs) : lmc_json_int(1));
     return o;
 }
 
-static lmc_json *value_json(builder *b, const lmc_cmp_value *v, bool spread)
+static lmc_json *value_json(bool *ok, const lmc_cmp_value *v, bool spread)
 {
     if (!v->present)
         return lmc_json_null();
@@ -515,42 +507,42 @@ static lmc_json *value_json(builder *b, const lmc_cmp_value *v, bool spread)
     lmc_json *a = lmc_json_array();
     if (a == NULL || lmc_json_array_append(a, lmc_json_float(v->min)) != LMC_OK ||
         lmc_json_array_append(a, lmc_json_float(v->max)) != LMC_OK)
-        b->ok = false;
+        *ok = false;
     return a;
 }
 
-static lmc_json *figure_json(builder *b, const lmc_cmp_figure *f)
+static lmc_json *figure_json(bool *ok, const lmc_cmp_figure *f)
 {
     lmc_json *o = lmc_json_object();
-    set(b, o, "short_name", f->short_name ? lmc_json_string(f->short_name) : lmc_json_null());
-    set(b, o, "base", value_json(b, &f->base, false));
-    set(b, o, "new", value_json(b, &f->new_, false));
+    set(ok, o, "short_name", f->short_name ? lmc_json_string(f->short_name) : lmc_json_null());
+    set(ok, o, "base", value_json(ok, &f->base, false));
+    set(ok, o, "new", value_json(ok, &f->new_, false));
     bool two = f->verdict != LMC_CMP_ONE_SIDED;
-    set(b, o, "delta",
+    set(ok, o, "delta",
         two ? number(f->delta,
                      f->base.is_int && f->new_.is_int && !f->base.has_spread && !f->new_.has_spread)
             : lmc_json_null());
-    set(b, o, "relative", two ? number(f->rel, false) : lmc_json_null());
-    set(b, o, "base_spread", value_json(b, &f->base, true));
-    set(b, o, "new_spread", value_json(b, &f->new_, true));
-    set(b, o, "within_spread", lmc_json_bool(f->within_spread));
-    set(b, o, "thresholds", lmc_json_int((int64_t)f->n_thresholds));
-    set(b, o, "exceeded", f->exceeded ? lmc_json_string(f->exceeded->spec) : lmc_json_null());
-    set(b, o, "verdict", lmc_json_string(lmc_cmp_verdict_name(f->verdict)));
+    set(ok, o, "relative", two ? number(f->rel, false) : lmc_json_null());
+    set(ok, o, "base_spread", value_json(ok, &f->base, true));
+    set(ok, o, "new_spread", value_json(ok, &f->new_, true));
+    set(ok, o, "within_spread", lmc_json_bool(f->within_spread));
+    set(ok, o, "thresholds", lmc_json_int((int64_t)f->n_thresholds));
+    set(ok, o, "exceeded", f->exceeded ? lmc_json_string(f->exceeded->spec) : lmc_json_null());
+    set(ok, o, "verdict", lmc_json_string(lmc_cmp_verdict_name(f->verdict)));
     return o;
 }
 
-static lmc_json *thresholds_json(builder *b, const lmc_compare *c)
+static lmc_json *thresholds_json(bool *ok, const lmc_compare *c)
 {
     lmc_json *a = lmc_json_array();
     for (size_t t = 0; t < c->n_thresholds; t++) {
         const lmc_threshold *th = &c->thresholds[t];
         lmc_json *o = lmc_json_object();
-        set(b, o, "spec", lmc_json_string(th->spec));
-        set(b, o, "pattern", lmc_json_string(th->pattern));
-        set(b, o, "direction", lmc_json_string(th->increase ? "increase" : "decrease"));
-        set(b, o, "relative", lmc_json_bool(th->relative));
-        set(b, o, "limit", lmc_json_float(th->relative ? th->limit * 100.0 : th->limit));
+        set(ok, o, "spec", lmc_json_string(th->spec));
+        set(ok, o, "pattern", lmc_json_string(th->pattern));
+        set(ok, o, "direction", lmc_json_string(th->increase ? "increase" : "decrease"));
+        set(ok, o, "relative", lmc_json_bool(th->relative));
+        set(ok, o, "limit", lmc_json_float(th->relative ? th->limit * 100.0 : th->limit));
         int64_t matched = 0;
         lmc_json *ex = lmc_json_array();
         for (size_t i = 0; i < c->n_figs; i++) {
@@ -560,68 +552,68 @@ static lmc_json *thresholds_json(builder *b, const lmc_compare *c)
             matched++;
             if (f->exceeded == th && ex != NULL &&
                 lmc_json_array_append(ex, lmc_json_string(f->name)) != LMC_OK)
-                b->ok = false;
+                *ok = false;
         }
-        set(b, o, "figures", lmc_json_int(matched));
-        set(b, o, "exceeded", ex);
+        set(ok, o, "figures", lmc_json_int(matched));
+        set(ok, o, "exceeded", ex);
         if (a == NULL || lmc_json_array_append(a, o) != LMC_OK)
-            b->ok = false;
+            *ok = false;
     }
     return a;
 }
 
-static lmc_json *divergence_json(builder *b, const lmc_divergence *d)
+static lmc_json *divergence_json(bool *ok, const lmc_divergence *d)
 {
     if (d == NULL || !d->found)
         return lmc_json_null();
     lmc_json *o = lmc_json_object();
-    set(b, o, "index", lmc_json_int((int64_t)d->index));
-    set(b, o, "t_mono", lmc_json_float(d->t_mono));
-    set(b, o, "qualname", lmc_json_string(d->qualname));
-    set(b, o, "n_keys", lmc_json_int((int64_t)d->n_keys));
-    set(b, o, "first_key", copy_of(d->first_key));
-    set(b, o, "base_outcome", copy_of(d->base_outcome));
-    set(b, o, "new_outcome", copy_of(d->new_outcome));
-    set(b, o, "records_agreeing_before", lmc_json_int((int64_t)(d->compared - 1)));
+    set(ok, o, "index", lmc_json_int((int64_t)d->index));
+    set(ok, o, "t_mono", lmc_json_float(d->t_mono));
+    set(ok, o, "qualname", lmc_json_string(d->qualname));
+    set(ok, o, "n_keys", lmc_json_int((int64_t)d->n_keys));
+    set(ok, o, "first_key", copy_of(d->first_key));
+    set(ok, o, "base_outcome", copy_of(d->base_outcome));
+    set(ok, o, "new_outcome", copy_of(d->new_outcome));
+    set(ok, o, "records_agreeing_before", lmc_json_int((int64_t)(d->compared - 1)));
     return o;
 }
 
 char *lmc_compare_report_json(const lmc_compare *c, const lmc_compare_report_opts *o)
 {
     static const char *const traces[] = {"same", "different", "unknown"};
-    builder b = {true};
+    bool ok = true;
     lmc_json *root = lmc_json_object();
-    set(&b, root, "schema", lmc_json_string(LMC_COMPARE_RESULT_SCHEMA));
-    set(&b, root, "schema_version", lmc_json_int(LMC_COMPARE_RESULT_SCHEMA_VERSION));
-    set(&b, root, "base", side_json(&b, c->base));
-    set(&b, root, "new", side_json(&b, c->new_));
-    set(&b, root, "trace", lmc_json_string(traces[c->trace]));
+    set(&ok, root, "schema", lmc_json_string(LMC_COMPARE_RESULT_SCHEMA));
+    set(&ok, root, "schema_version", lmc_json_int(LMC_COMPARE_RESULT_SCHEMA_VERSION));
+    set(&ok, root, "base", side_json(&ok, c->base));
+    set(&ok, root, "new", side_json(&ok, c->new_));
+    set(&ok, root, "trace", lmc_json_string(traces[c->trace]));
     lmc_json *diffs = lmc_json_array();
     for (size_t i = 0; i < c->n_diffs; i++) {
         lmc_json *d = lmc_json_object();
-        set(&b, d, "path", lmc_json_string(c->diffs[i].path));
-        set(&b, d, "base", copy_of(c->diffs[i].base));
-        set(&b, d, "new", copy_of(c->diffs[i].new_));
-        set(&b, d, "absent_in",
+        set(&ok, d, "path", lmc_json_string(c->diffs[i].path));
+        set(&ok, d, "base", copy_of(c->diffs[i].base));
+        set(&ok, d, "new", copy_of(c->diffs[i].new_));
+        set(&ok, d, "absent_in",
             c->diffs[i].base == NULL   ? lmc_json_string("base")
             : c->diffs[i].new_ == NULL ? lmc_json_string("new")
                                        : lmc_json_null());
         if (diffs == NULL || lmc_json_array_append(diffs, d) != LMC_OK)
-            b.ok = false;
+            ok = false;
     }
-    set(&b, root, "differs", diffs);
-    set(&b, root, "outcome_digests_equal", lmc_json_bool(c->digests_equal));
+    set(&ok, root, "differs", diffs);
+    set(&ok, root, "outcome_digests_equal", lmc_json_bool(c->digests_equal));
     lmc_json *figs = lmc_json_object();
     for (size_t i = 0; i < c->n_figs; i++)
-        set(&b, figs, c->figs[i].name, figure_json(&b, &c->figs[i]));
-    set(&b, root, "figures", figs);
-    set(&b, root, "thresholds", thresholds_json(&b, c));
-    set(&b, root, "first_divergence", divergence_json(&b, o->div));
-    set(&b, root, "first_divergence_note",
+        set(&ok, figs, c->figs[i].name, figure_json(&ok, &c->figs[i]));
+    set(&ok, root, "figures", figs);
+    set(&ok, root, "thresholds", thresholds_json(&ok, c));
+    set(&ok, root, "first_divergence", divergence_json(&ok, o->div));
+    set(&ok, root, "first_divergence_note",
         o->div_note != NULL ? lmc_json_string(o->div_note) : lmc_json_null());
-    set(&b, root, "regression", lmc_json_bool(lmc_compare_exit_status(c) != 0));
-    set(&b, root, "exit_status", lmc_json_int(lmc_compare_exit_status(c)));
-    char *text = b.ok ? lmc_json_dumps_line(root, 0, 2) : NULL;
+    set(&ok, root, "regression", lmc_json_bool(lmc_compare_exit_status(c) != 0));
+    set(&ok, root, "exit_status", lmc_json_int(lmc_compare_exit_status(c)));
+    char *text = ok ? lmc_json_dumps_line(root, 0, 2) : NULL;
     lmc_json_free(root);
     return text;
 }

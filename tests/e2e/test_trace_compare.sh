@@ -9,50 +9,13 @@
 # traces) exit 2.
 # Usage: test_trace_compare.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-# expect_rc NAME WANT CMD...: the command's exit status is WANT.
-expect_rc() {
-    local name=$1 want=$2
-    shift 2
-    "$@" > "$T/out" 2> "$T/err"
-    local rc=$?
-    [ "$rc" = "$want" ] || { echo "  exit $rc, want $want; stderr: $(head -3 "$T/err")"; }
-    expect "$name" $([ "$rc" = "$want" ]; echo $?)
-}
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
-# A value from a JSON file: json_get FILE 'r["a"]["b"]'
-json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
 cd "$T" || exit 1
 
 # --- record ----------------------------------------------------------------------
-PORT=$(free_port)
-"$LMCACHE" server --port "$PORT" --max-workers 2 --l1-size-gb 0.1 --eviction-policy LRU \
-    --trace-level storage --trace-output "$T/rec.lct" 2> "$T/server.log" &
-SERVER=$!
-PIDS+=("$SERVER")
-for _ in $(seq 1 100); do grep -q "listening on" "$T/server.log" 2>/dev/null && break; sleep 0.1; done
-"$LMCACHE" bench server --port "$PORT" --trace "$MOONCAKE" --max-requests 150 --time-scale 0.01 \
-    --concurrency 2 --bytes-per-token 16 > "$T/bench.out" 2> "$T/bench.err"
-expect "bench server exits 0" $?
-kill -TERM "$SERVER"
-wait "$SERVER"
-expect "the recording server stops cleanly" $?
+record_mooncake "$T/rec.lct" 150 --l1-size-gb 0.1 --eviction-policy LRU
 
 # --- replays in virtual time -------------------------------------------------------
 replay() { # replay NAME L1_GB [extra flags]: NAME.json (result) and NAME.jsonl (records)
@@ -180,5 +143,4 @@ grep -q "^  trace: *DIFFERENT" out; expect "the report says the traces differ" $
 expect_rc "--help exits 0" 0 "$LMCACHE" trace compare --help
 grep -q "max-regression" out; expect "--help documents the thresholds" $?
 
-echo "test_trace_compare: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_trace_compare

@@ -700,17 +700,7 @@ static void test_jsonl_without_outcomes_or_records_is_an_error_naming_the_line(v
 static const char *write_trace(void)
 {
     msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = 2;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&sb, &h, NULL), LMC_OK);
+    tt_trace_begin(&sb);
     lmc_object_key k[2] = {tt_key("m", 0xabcd, 3, 1, "salt"), tt_key("m", 0xef, 0, 0, NULL)};
     lmc_tv items[2] = {{.kind = LMC_TV_OBJECT_KEY, .u.key = &k[1]},
                        {.kind = LMC_TV_OBJECT_KEY, .u.key = &k[0]}};
