@@ -245,28 +245,23 @@ static lmc_status select_result(lmc_cmp_side *s, const lmc_json *results, const 
                          s->path, select, matches, which);
 }
 
-lmc_status lmc_cmp_side_load(const char *path, const char *select, bool strict, lmc_cmp_side *out,
-                             lmc_error *err)
+lmc_status lmc_cmp_side_parse(const char *path, const char *text, size_t len, const char *select,
+                              bool strict, lmc_cmp_side *out, lmc_error *err)
 {
     memset(out, 0, sizeof(*out));
     out->index = -1;
-    char *text = NULL;
-    size_t len = 0;
     lmc_status st;
+    lmc_error perr;
     out->path = strdup(path);
     if (out->path == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = read_file(path, &text, &len, err)) != LMC_OK)
-        goto fail;
-    lmc_error perr;
     if (lmc_json_parse(text, len, &out->doc, &perr) != LMC_OK) {
         st = lmc_error_set(err, LMC_ERR_FORMAT, "'%s': not valid JSON: %s", path, perr.msg);
         goto fail;
     }
     const lmc_json *results = lmc_json_object_get(out->doc, "results");
-    char label[300];
     if (lmc_json_type_of(results) == LMC_JSON_ARRAY) {
         if ((st = select_result(out, results, select, err)) != LMC_OK)
             goto fail;
@@ -280,15 +275,28 @@ lmc_status lmc_cmp_side_load(const char *path, const char *select, bool strict, 
         }
         out->result = out->doc;
     }
+    char label[300];
     lmc_cmp_side_label(out, label, sizeof(label));
     if ((st = check_result(out->result, label, err)) != LMC_OK)
         goto fail;
-    free(text);
     return LMC_OK;
 
 fail:
-    free(text);
     lmc_cmp_side_free(out);
+    return st;
+}
+
+lmc_status lmc_cmp_side_load(const char *path, const char *select, bool strict,
+                             lmc_cmp_side *out, lmc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    out->index = -1;
+    char *text = NULL;
+    size_t len = 0;
+    lmc_status st = read_file(path, &text, &len, err);
+    if (st == LMC_OK)
+        st = lmc_cmp_side_parse(path, text, len, select, strict, out, err);
+    free(text);
     return st;
 }
 

@@ -59,6 +59,9 @@ typedef struct lmc_cmp_side {
  */
 lmc_status lmc_cmp_side_load(const char *path, const char *select, bool strict, lmc_cmp_side *out,
                              lmc_error *err);
+/* The same for a file's text already read (len bytes); path names it in messages. */
+lmc_status lmc_cmp_side_parse(const char *path, const char *text, size_t len, const char *select,
+                              bool strict, lmc_cmp_side *out, lmc_error *err);
 void lmc_cmp_side_free(lmc_cmp_side *s);
 
 /* A label for messages: "base.json", or "sweep.json[3]" for a sweep's result. */
