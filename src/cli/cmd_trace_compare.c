@@ -100,8 +100,10 @@ static int parse_compare(int argc, char **argv, compare_args *a)
             if (v == NULL)
                 return usage_error("%s needs a value", "--max-regression");
             lmc_threshold *nt = realloc(a->th, (a->n_th + 1) * sizeof(*nt));
-            if (nt == NULL)
-                return usage_error("%s", "out of memory");
+            if (nt == NULL) {
+                fprintf(stderr, CMD ": out of memory\n");
+                return 2;
+            }
             a->th = nt;
             lmc_error err;
             if (lmc_threshold_parse(v, &a->th[a->n_th], &err) != LMC_OK) {

@@ -414,6 +414,25 @@ static void put_divergence(lmc_strbuf *b, const lmc_compare *c, const lmc_compar
     lmc_strbuf_printf(b, " --from %s\n", t);
 }
 
+/* How many figures the threshold names that both results have (so it was applied to them). */
+static size_t checked_by(const lmc_compare *c, const lmc_threshold *th)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_figs; i++)
+        n += c->figs[i].verdict != LMC_CMP_ONE_SIDED &&
+             lmc_cmp_figure_matches(&c->figs[i], th->pattern);
+    return n;
+}
+
+static void put_unchecked(lmc_strbuf *b, const lmc_compare *c)
+{
+    for (size_t t = 0; t < c->n_thresholds; t++) {
+        if (checked_by(c, &c->thresholds[t]) == 0)
+            lmc_strbuf_printf(b, "  note: %s names only figures one result lacks: not checked\n",
+                              c->thresholds[t].spec);
+    }
+}
+
 static void put_result(lmc_strbuf *b, const lmc_compare *c)
 {
     lmc_strbuf_puts(b, "\nResult: ");
@@ -423,6 +442,7 @@ static void put_result(lmc_strbuf *b, const lmc_compare *c)
         else
             lmc_strbuf_printf(b, "ok: %zu threshold%s, none exceeded\n", c->n_thresholds,
                               c->n_thresholds == 1 ? "" : "s");
+        put_unchecked(b, c);
         return;
     }
     lmc_strbuf_printf(b, "REGRESSION: %zu figure%s past a threshold", c->n_exceeded,
@@ -442,6 +462,7 @@ static void put_result(lmc_strbuf *b, const lmc_compare *c)
         lmc_strbuf_printf(b, "  %s: %s %s -> %s (%s, %s)%s\n", f->exceeded->spec, display_name(f),
                           vb, vn, d, r, f->within_spread ? ", within the runs' spread" : "");
     }
+    put_unchecked(b, c);
 }
 
 char *lmc_compare_report_table(const lmc_compare *c, const lmc_compare_report_opts *o)
@@ -555,6 +576,7 @@ static lmc_json *thresholds_json(bool *ok, const lmc_compare *c)
                 *ok = false;
         }
         set(ok, o, "figures", lmc_json_int(matched));
+        set(ok, o, "checked", lmc_json_int((int64_t)checked_by(c, th)));
         set(ok, o, "exceeded", ex);
         if (a == NULL || lmc_json_array_append(a, o) != LMC_OK)
             *ok = false;

@@ -330,6 +330,34 @@ static void test_deltas_and_verdicts_of_each_figure(void **state)
     lmc_cmp_side_free(&b);
 }
 
+static void test_a_threshold_on_one_sided_figures_only_is_said_to_be_unchecked(void **state)
+{
+    (void)state;
+    result_spec n = BASE;
+    n.extra_op = true;
+    lmc_cmp_side a, b;
+    load_ok(write_result("a.json", &BASE), NULL, &a);
+    load_ok(write_result("b.json", &n), NULL, &b);
+    lmc_threshold th = parse_ok("finish_write.p99_ms=+0");
+    lmc_compare c;
+    lmc_error err;
+    assert_int_equal(lmc_compare_run(&a, &b, &th, 1, &c, &err), LMC_OK);
+    assert_int_equal(lmc_compare_exit_status(&c), 0);
+    lmc_compare_report_opts o = {0};
+    char *table = lmc_compare_report_table(&c, &o);
+    assert_non_null(strstr(table, "note: finish_write.p99_ms=+0 names only figures one result "
+                                  "lacks: not checked"));
+    assert_non_null(strstr(table, "only in new"));
+    free(table);
+    char *text = lmc_compare_report_json(&c, &o);
+    assert_non_null(strstr(text, "\"figures\": 1,\n      \"checked\": 0,"));
+    free(text);
+    lmc_compare_free(&c);
+    lmc_threshold_free(&th);
+    lmc_cmp_side_free(&a);
+    lmc_cmp_side_free(&b);
+}
+
 static void test_equal_results_pass_and_outcomes_can_be_required_equal(void **state)
 {
     (void)state;
@@ -764,6 +792,8 @@ int main(void)
         cmocka_unit_test(test_relative_change_of_a_zero_base_is_infinite),
         cmocka_unit_test(test_a_threshold_is_exceeded_only_past_its_limit_in_its_direction),
         cmocka_unit_test_setup_teardown(test_deltas_and_verdicts_of_each_figure, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_threshold_on_one_sided_figures_only_is_said_to_be_unchecked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_equal_results_pass_and_outcomes_can_be_required_equal,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_threshold_naming_no_figure_is_a_usage_error, setup,
