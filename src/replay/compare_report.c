@@ -405,13 +405,15 @@ static void put_divergence(lmc_strbuf *b, const lmc_compare *c, const lmc_compar
         put_safe(b, o->div_note);
         lmc_strbuf_puts(b, "\n");
     }
+    /* Rounded down: dump's --from keeps t_mono >= T, and must keep this record. */
+    char from[32];
+    snprintf(from, sizeof(from), "%.6f", floor(d->t_mono * 1e6) / 1e6);
     const char *tp = lmc_cmp_side_string(c->base, "trace.path");
-    lmc_strbuf_printf(b,
-                      "  %llu record%s before it agree; the records around it: lmcache trace "
-                      "dump ",
-                      (unsigned long long)(d->compared - 1), d->compared == 2 ? "" : "s");
+    lmc_strbuf_printf(
+        b, "  %llu record%s before it agree; it and the calls after it: lmcache trace dump ",
+        (unsigned long long)(d->compared - 1), d->compared == 2 ? "" : "s");
     put_safe(b, tp != NULL ? tp : "TRACE");
-    lmc_strbuf_printf(b, " --from %s\n", t);
+    lmc_strbuf_printf(b, " --from %s --limit 20\n", from);
 }
 
 /* How many figures the threshold names that both results have (so it was applied to them). */

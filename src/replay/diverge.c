@@ -16,13 +16,12 @@
 
 #include "core/digest.h"
 #include "core/json_diff.h"
+#include "trace/marker.h"
 #include "trace/reader.h"
 
 #define OUTCOME_KEY "\"outcome\": "
 #define QUALNAME_KEY "\"qualname\": "
 #define LATENCY_KEY ", \"latency_ms\""
-/* The reserved qualnames of trace markers (LMC_TRACE_DROPPED_QUALNAME is one). */
-#define MARKER_PREFIX "lmcache.trace."
 
 typedef struct jsonl {
     const char *path;
@@ -236,12 +235,8 @@ lmc_status lmc_divergence_read_key(lmc_divergence *d, const char *trace_path, lm
     uint64_t n = 0;
     bool reached = false;
     while (!reached && lmc_trace_reader_next(rd, &rec) == LMC_OK) {
-        /*
-         * Counted as the driver counts the records it reports: markers, the
-         * notes tools write under "lmcache.trace." (the recorder's dropped
-         * count), are not records.
-         */
-        if (strncmp(rec.qualname, MARKER_PREFIX, strlen(MARKER_PREFIX)) == 0 || ++n < d->index)
+        /* Counted as the driver (and trace dump) count records: markers are none. */
+        if (lmc_trace_marker_find(rec.qualname, rec.qualname_len) != NULL || ++n < d->index)
             continue;
         reached = true;
         if (strcmp(rec.qualname, d->qualname) != 0) {

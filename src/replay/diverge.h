@@ -52,7 +52,8 @@ lmc_status lmc_divergence_find(const char *base_jsonl, const char *new_jsonl, lm
 
 /*
  * Read d's record (by its index: the index-th record the replay reported,
- * markers not counted) from the trace at path, and set d->first_key from
+ * markers (trace/marker.h) not counted, as trace dump numbers them) from
+ * the trace at path, and set d->first_key from
  * its "keys" argument (left NULL when it has none). LMC_ERR_FORMAT when the
  * trace holds fewer records; the reader's errors otherwise.
  */

@@ -69,7 +69,14 @@ grep -q "^  outcome digest: *DIFFERENT" out; expect "the outcome digests differ"
 grep -q "^First divergent record: #[0-9]* at t_mono " out; expect "the first divergent record is named" $?
 grep -q "the first: chunk_hash [0-9a-f]*, model \"bench-model\"" out
 expect "its first key is read back from the trace" $?
-grep -q "lmcache trace dump rec.lct --from " out; expect "it points at trace dump" $?
+grep -q "lmcache trace dump rec.lct --from [0-9.]* --limit 20" out; expect "it points at trace dump" $?
+# The dump it points at lists the divergent record (first, unless another shares its microsecond).
+dump_cmd=$(grep -o "lmcache trace dump rec.lct --from [0-9.]* --limit 20" out)
+index=$(sed -n 's/^First divergent record: #\([0-9]*\) .*/\1/p' out)
+"$LMCACHE" ${dump_cmd#lmcache } --no-header > dump.out 2> dump.err
+expect "the trace dump it names exits 0" $?
+awk -v i="$index" '$1 == i {found = 1} END {exit !found}' dump.out
+expect "that dump lists the divergent record (#$index)" $?
 "$LMCACHE" trace compare base.json small.json --max-regression chunk_hit_rate=-0.01 \
     --format json > small_cmp.json
 expect "compare --format json of a regression exits 1" $([ $? = 1 ]; echo $?)
