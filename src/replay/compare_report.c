@@ -2,9 +2,10 @@
  * compare_report.c -- trace compare's terminal report and JSON (see
  * compare_report.h).
  *
- * Owns nothing past a call. Text from the result files (paths, config
- * values, model names) reaches the terminal as JSON text when it holds a
- * control character, so a hostile file cannot drive the terminal.
+ * Owns nothing past a call. Text from the result files (paths, qualnames,
+ * notes) reaches the terminal through core/escape.h, and JSON values
+ * (config values, model names) as JSON text, so a hostile file cannot drive
+ * the terminal.
  *
  * Threads: none; reentrant.
  */
@@ -15,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/json_diff.h"
 #include "core/strbuf.h"
 
@@ -45,20 +47,10 @@ static bool shown(const lmc_cmp_figure *f, bool all)
     return f->verdict != LMC_CMP_EQUAL && !matches_any(f, g_detail, COUNT(g_detail));
 }
 
-/* s as is, or as JSON text when it holds a control character. */
+/* Untrusted text (from the result files) as the terminal may show it (core/escape.h). */
 static void put_safe(lmc_strbuf *b, const char *s)
 {
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p < 0x20 || *p == 0x7f) {
-            lmc_json *v = lmc_json_string(s);
-            char *t = v ? lmc_json_dumps(v, 0, -1, NULL) : NULL;
-            lmc_strbuf_puts(b, t ? t : "?");
-            free(t);
-            lmc_json_free(v);
-            return;
-        }
-    }
-    lmc_strbuf_puts(b, s);
+    lmc_escape_append(b, s, strlen(s), 0);
 }
 
 /* A JSON value as text on one line (strings unquoted when plain). */

@@ -502,6 +502,31 @@ static void test_the_json_report_holds_every_figure_and_the_exit_status(void **s
     lmc_cmp_side_free(&b);
 }
 
+static void test_text_from_a_result_reaches_the_terminal_escaped(void **state)
+{
+    (void)state;
+    char *t = result_text(&BASE);
+    char *at = strstr(t, "\"path\": \"t.lct\"");
+    assert_non_null(at);
+    size_t n = strlen(t) + 64;
+    char *evil = malloc(n);
+    snprintf(evil, n, "%.*s\"path\": \"t\\u001b[2J\\nx.lct\"%s", (int)(at - t), t,
+             at + strlen("\"path\": \"t.lct\""));
+    lmc_cmp_side a;
+    load_ok(write_text("evil.json", evil), NULL, &a);
+    lmc_compare c;
+    lmc_error err;
+    assert_int_equal(lmc_compare_run(&a, &a, NULL, 0, &c, &err), LMC_OK);
+    char *table = lmc_compare_report_table(&c, &(lmc_compare_report_opts){0});
+    assert_non_null(strstr(table, "same (t\\x1b[2J\\nx.lct, digest d1)"));
+    assert_null(strchr(table, '\x1b'));
+    free(table);
+    lmc_compare_free(&c);
+    lmc_cmp_side_free(&a);
+    free(evil);
+    free(t);
+}
+
 /* ---- loading and choosing ----------------------------------------------- */
 
 static void test_files_that_are_not_results_are_refused_naming_them(void **state)
@@ -804,6 +829,8 @@ int main(void)
             test_repeat_medians_are_compared_and_overlapping_spreads_said, setup, teardown),
         cmocka_unit_test_setup_teardown(test_the_json_report_holds_every_figure_and_the_exit_status,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_text_from_a_result_reaches_the_terminal_escaped, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_files_that_are_not_results_are_refused_naming_them,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_sweep_result_is_chosen_by_index_or_config_fields,
