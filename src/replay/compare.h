@@ -25,6 +25,8 @@
  * ("l1_size_gb=4,eviction_policy=ARC"). VALUE is compared as the leaf
  * is: a string by its text, a number numerically, true/false/null.
  *
+ * compare_side.c implements the result files, compare.c the comparison.
+ *
  * Threads: none; one thread at a time.
  */
 #ifndef LMC_REPLAY_COMPARE_H
