@@ -1020,6 +1020,8 @@ static const lmc_cli_command subs[] = {
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
     {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
     {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
+    {"compare", "compare two replay results: deltas, thresholds, first divergent record",
+     lmc_cmd_trace_compare},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

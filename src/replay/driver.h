@@ -45,6 +45,7 @@
 #include "replay/pace.h"
 #include "replay/stats.h"
 #include "replay/timeline.h" /* the time rule; lmc_replay_check_time_scale */
+#include "trace/file_digest.h"
 
 /* Called for every record reported, in record order, once its outcome is final. */
 typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
@@ -79,6 +80,8 @@ typedef struct lmc_replay_result {
     bool interrupted;          /* options.stop ended the replay early */
     lmc_replay_stats *stats;   /* owned by the result */
     char level[32];
+    /* The trace file's digest (trace/file_digest.h); "" when it has none (not a regular file). */
+    char trace_digest[LMC_TRACE_DIGEST_HEX_LEN + 1];
     char header_digest[65];
     char replay_digest[65];
     int64_t schema_version;

@@ -247,6 +247,7 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .malformed = res->malformed,
         .failed = res->failed,
         .duration_s = lmc_replay_stats_duration_s(res->stats),
+        .trace_digest = res->trace_digest,
         .header_digest = res->header_digest,
         .replay_digest = res->replay_digest,
         .time_scale = time_scale,

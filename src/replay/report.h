@@ -69,6 +69,7 @@ typedef struct lmc_replay_summary {
     const char *const *config_diffs; /* paths where the two configs differ */
     size_t n_config_diffs;
     const char *trace_path, *mode, *pace;
+    const char *trace_digest; /* the trace file's (trace/file_digest.h); NULL or "": none */
     /* Files this replay writes (NULL: not written), for the result's "outputs". */
     const char *jsonl_path, *csv_path, *outcomes_csv_path, *summary_json_path, *output_path;
     const lmc_replay_repeat *repeat; /* --repeat: spreads over the runs; NULL otherwise */

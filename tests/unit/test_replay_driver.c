@@ -742,6 +742,23 @@ static void test_reserve_and_finish_write_replay_with_matching_digest(void **sta
     lmc_sm_config_free(&cfg);
 }
 
+static void test_the_result_names_the_trace_by_its_file_digest(void **state)
+{
+    fixture *f = *state;
+    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    record_with_sm(f->path, flags, store_two);
+    lmc_sm_config cfg = config_of(flags);
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    lmc_error err;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, &err), LMC_OK);
+    char want[LMC_TRACE_DIGEST_HEX_LEN + 1];
+    assert_int_equal(lmc_trace_file_digest(f->path, want, &err), LMC_OK);
+    assert_string_equal(res.trace_digest, want);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+}
+
 static char *g_fs_dir;
 
 static void full_prefetch_cycle(lmc_storage_manager *sm)
@@ -1333,6 +1350,8 @@ int main(void)
         cmocka_unit_test(test_read_outcomes_name_why_keys_were_not_found),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_result_names_the_trace_by_its_file_digest, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unknown_qualnames_are_skipped, setup, teardown),

@@ -442,6 +442,7 @@ static void outcome_summary(lmc_replay_summary *s, lmc_op_stats *ops, lmc_replay
     s->outcome_digest = DIGEST_B;
     s->reported = 7;
     s->trace_path = "t.lct";
+    s->trace_digest = "06b05ab6733a618578af5f94892f3950";
     s->mode = "calls";
     s->pace = "realtime";
 }
@@ -469,9 +470,11 @@ static void test_json_has_every_documented_field(void **state)
     assert_string_equal(lmc_json_get_string(at(at(v, "tool"), "name"), NULL), "lmcache");
     assert_string_equal(lmc_json_get_string(at(v, "status"), NULL), "complete");
     static const char *const trace[] = {
-        "path",          "level",  "format_version", "trace_schema_version",
-        "config_digest", "config", "span_s",         "records"};
+        "path",          "digest", "level",  "format_version", "trace_schema_version",
+        "config_digest", "config", "span_s", "records"};
     assert_keys(at(v, "trace"), trace, sizeof(trace) / sizeof(trace[0]));
+    assert_string_equal(lmc_json_get_string(at(at(v, "trace"), "digest"), NULL),
+                        "06b05ab6733a618578af5f94892f3950");
     static const char *const records[] = {"reported", "replayed",         "skipped",  "malformed",
                                           "failed",   "recorder_dropped", "truncated"};
     assert_keys(at(at(v, "trace"), "records"), records, sizeof(records) / sizeof(records[0]));

@@ -212,3 +212,18 @@ void tt_write_file(const char *path, const void *p, size_t n)
         assert_int_equal(fwrite(p, 1, n, f), n);
     assert_int_equal(fclose(f), 0);
 }
+
+void tt_trace_begin(msgpack_sbuffer *sb)
+{
+    msgpack_sbuffer_init(sb);
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, "LMCT", 4);
+    h.magic_len = 4;
+    h.format_version = 1;
+    h.level = "storage";
+    h.trace_schema_version = 2;
+    h.sm_config_json = "";
+    h.sm_config_digest = "";
+    assert_int_equal(lmc_trace_encode_header(sb, &h, NULL), LMC_OK);
+}

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "trace/format.h"
 #include "trace/value.h"
 
 /* Parse hex (spaces ignored) into a malloc'd buffer; *n gets its length. */
@@ -48,5 +49,8 @@ void tt_tmpdir(char *buf);
 void tt_rmtree(const char *path);
 /* Write bytes to a file (replacing it); fails the test on error. */
 void tt_write_file(const char *path, const void *p, size_t n);
+
+/* Start sb (initialised here) with the header of a storage-level, schema 2 trace with no config. */
+void tt_trace_begin(msgpack_sbuffer *sb);
 
 #endif
