@@ -54,6 +54,9 @@ lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size, lmc_engine
 void lmc_engine_destroy(lmc_engine *e);
 
 lmc_counters *lmc_engine_counters(lmc_engine *e);
+
+/* Observe every lookup's prefetch (sessions.h: lmc_lookup_observer); before the first lookup. */
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud);
 int lmc_engine_chunk_size(const lmc_engine *e);
 
 /* [start, end) must be chunk-aligned and inside the tokens. op names the request in messages. */
@@ -98,6 +101,10 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t
  */
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err);
+/* The same, with each key's reservation result in errs (n entries: SUCCESS = stored). */
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *errs, lmc_error *err);
 
 /* free_lookup_locks, end_session (sessions.h), clear, and the session TTL sweep. */
 void lmc_engine_free_lookup_locks(lmc_engine *e, const char *request_id);
