@@ -465,7 +465,7 @@ static void test_json_has_every_documented_field(void **state)
         "outcome_digest", "outputs"};
     assert_keys(v, top, sizeof(top) / sizeof(top[0]));
     assert_string_equal(lmc_json_get_string(at(v, "schema"), NULL), "lmcache.trace_replay_result");
-    assert_int_equal(lmc_json_get_int(at(v, "schema_version")), 1);
+    assert_int_equal(lmc_json_get_int(at(v, "schema_version")), 2);
     assert_string_equal(lmc_json_get_string(at(at(v, "tool"), "name"), NULL), "lmcache");
     assert_string_equal(lmc_json_get_string(at(v, "status"), NULL), "complete");
     static const char *const trace[] = {
