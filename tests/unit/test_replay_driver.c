@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "helpers/sm_test_util.h"
+#include "helpers/trace_test_util.h"
 #include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
@@ -78,67 +79,17 @@ static lmc_sm_config config_of(const char *flags)
     return cfg;
 }
 
-/* A trace written frame by frame, with chosen t_mono values. */
-typedef struct writer {
-    msgpack_sbuffer buf;
-} writer;
-
-static void writer_begin(writer *w, int64_t schema)
-{
-    msgpack_sbuffer_init(&w->buf);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = schema;
-    h.t_mono_start = 100.0;
-    h.t_wall_start = 1700000000.0;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&w->buf, &h, NULL), LMC_OK);
-}
-
-static void writer_keys_record(writer *w, double t_mono, const char *qualname,
-                               const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
-                               const char *mode)
-{
-    lmc_tv items[16];
-    for (size_t i = 0; i < n; i++)
-        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
-    lmc_trace_arg args[3];
-    size_t na = 0;
-    args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
-    if (lay)
-        args[na++] = (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
-    if (mode)
-        args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
-    assert_int_equal(lmc_trace_encode_record(&w->buf, t_mono, 1700000000.0 + t_mono, qualname,
-                                             strlen(qualname), args, na, NULL),
-                     LMC_OK);
-}
-
-static void writer_end(writer *w, const char *path)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(w->buf.data, 1, w->buf.size, f), w->buf.size);
-    fclose(f);
-    msgpack_sbuffer_destroy(&w->buf);
-}
-
 /* A small trace of reserve_write + finish_write of 2 keys, `gap` seconds apart. */
 static void write_store_trace(const char *path, double gap, int64_t schema)
 {
     lmc_object_key k[2];
     sm_test_keys(k, 2, 1);
     lmc_layout_desc lay = sm_test_layout(4096);
-    writer w;
-    writer_begin(&w, schema);
-    writer_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
-    writer_keys_record(&w, gap, P "finish_write", k, 2, NULL, NULL);
-    writer_end(&w, path);
+    tt_trace w;
+    tt_trace_begin(&w, schema);
+    tt_trace_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
+    tt_trace_keys_record(&w, gap, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_end(&w, path);
 }
 
 typedef struct fixture {
@@ -936,15 +887,15 @@ static void write_cycle_trace(const char *path, int flip)
     if (flip >= 0)
         k[1].chunk_hash[flip] ^= 1;
     lmc_layout_desc lay = sm_test_layout(4096);
-    writer w;
-    writer_begin(&w, 2);
-    writer_keys_record(&w, 0.000, P "reserve_write", k, 2, &lay, "new");
-    writer_keys_record(&w, 0.001, P "finish_write", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.002, P "submit_prefetch_task", k, 2, &lay, NULL);
-    writer_keys_record(&w, 0.003, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.004, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.005, P "finish_read_prefetched", k, 2, NULL, NULL);
-    writer_end(&w, path);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.000, P "reserve_write", k, 2, &lay, "new");
+    tt_trace_keys_record(&w, 0.001, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.002, P "submit_prefetch_task", k, 2, &lay, NULL);
+    tt_trace_keys_record(&w, 0.003, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.004, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.005, P "finish_read_prefetched", k, 2, NULL, NULL);
+    tt_trace_end(&w, path);
 }
 
 typedef struct views {
@@ -1082,13 +1033,13 @@ static void test_a_reused_fs_base_path_turns_recorded_misses_into_l2_hits(void *
     assert_true(lmc_sm_wait_idle(sm, 5000));
     lmc_sm_destroy(sm);
     /* A trace that only reads them. */
-    writer w;
-    writer_begin(&w, 2);
-    writer_keys_record(&w, 0.000, P "submit_prefetch_task", k, 2, &lay, NULL);
-    writer_keys_record(&w, 0.050, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.051, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.052, P "finish_read_prefetched", k, 2, NULL, NULL);
-    writer_end(&w, f->path);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.000, P "submit_prefetch_task", k, 2, &lay, NULL);
+    tt_trace_keys_record(&w, 0.050, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.051, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.052, P "finish_read_prefetched", k, 2, NULL, NULL);
+    tt_trace_end(&w, f->path);
     lmc_sm_config cfg;
     lmc_sm_config_init(&cfg);
     assert_int_equal(lmc_sm_config_parse_all(&cfg, 7, argv, NULL), LMC_OK);
