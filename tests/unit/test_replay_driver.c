@@ -64,19 +64,7 @@ static bool logged(const log_capture *c, const char *needle)
 
 static lmc_sm_config config_of(const char *flags)
 {
-    char *copy = strdup(flags);
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "t";
-    for (char *tok = strtok(copy, " "); tok && argc < 31; tok = strtok(NULL, " "))
-        argv[argc++] = tok;
-    lmc_sm_config cfg;
-    lmc_sm_config_init(&cfg);
-    lmc_error err;
-    if (lmc_sm_config_parse_all(&cfg, argc, argv, &err) != LMC_OK)
-        fail_msg("config: %s", err.msg);
-    free(copy);
-    return cfg;
+    return sm_test_config(flags, NULL);
 }
 
 /* A small trace of reserve_write + finish_write of 2 keys, `gap` seconds apart. */
