@@ -4,8 +4,12 @@
  * Owns: the qualname -> handler table (spec/trace-format.md section 6.1,
  * 6.2) and the replay context: the live StorageManager, the open
  * read_prefetched_results contexts (a FIFO per key tuple, so overlapping
- * enter/exit pairs pair up as they were recorded), and the prefetch handles
- * whose results are still to be collected.
+ * enter/exit pairs pair up as they were recorded), the prefetch handles
+ * whose results are still to be collected, and a mode's hook for the work
+ * it keeps waiting itself (mode engine's requests), which the context's
+ * polls and abandon take in. Handlers of other files reach the record's
+ * arguments, the current outcome and the per-key state classifier through
+ * the functions below.
  *
  * The default table has one handler per traced op (trace/ops.def), six
  * today, registered under the op's qualname. A
