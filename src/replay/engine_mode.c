@@ -123,8 +123,7 @@ void lmc_replay_engine_destroy(lmc_replay_engine *m)
 {
     if (m == NULL)
         return;
-    if (lmc_replay_ctx_pending_ud(m->ctx, &g_ops) == m)
-        lmc_replay_ctx_set_pending(m->ctx, NULL, NULL);
+    /* The context is gone by now (it gave up on what waited): m->ctx is not touched. */
     /* Sessions still open are the engine's to free (their locks expire by their TTL). */
     lmc_engine_destroy(m->engine);
     for (size_t i = 0; i < m->cap; i++)

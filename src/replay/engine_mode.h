@@ -56,7 +56,8 @@ typedef struct lmc_replay_engine lmc_replay_engine;
  * abandon serve and give up the waiting requests; the mode's handlers reach
  * it through the context). stats is borrowed. zero_fill: stored objects
  * are zero-filled (the trace carries no KV bytes; only an L2 adapter can
- * see them). Destroy it after the context.
+ * see them). Destroy it after the context (which abandons what still
+ * waits, through the hook); destroy does not touch the context.
  */
 lmc_status lmc_replay_engine_create(lmc_replay_ctx *ctx, lmc_replay_stats *stats, bool zero_fill,
                                     lmc_replay_engine **out, lmc_error *err);
