@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/keyvec.h"
 #include "server/config.h"
 #include "server/engine.h"
 #include "trace/ops.h"
@@ -29,10 +30,9 @@
 #define Q_END_SESSION "engine.end_session"
 
 typedef struct request {
-    uint64_t index;       /* its submit_prefetch_task record's */
-    char id[32];          /* the session's request id: "r<index>" */
-    lmc_object_key *keys; /* chunk-major x rank; cap_keys entries, kept with the slot */
-    size_t cap_keys;
+    uint64_t index;  /* its submit_prefetch_task record's */
+    char id[32];     /* the session's request id: "r<index>" */
+    lmc_keyvec keys; /* chunk-major x rank; the array stays with the slot */
     size_t n_chunks, ws;
     uint32_t extra_count;
     lmc_layout_desc layout;
@@ -49,10 +49,10 @@ struct lmc_replay_engine {
     request *current; /* the request the observer fills (lookup or query in progress) */
     lmc_kv_copy zero; /* stores write zeros (NULL copy when nothing can read them) */
     bool zero_fill;
-    /* Scratch of one rank's keys and their store results. */
-    lmc_object_key *rank_keys;
+    /* Scratch: one rank's keys and their store results (cap_errs entries). */
+    lmc_keyvec rank;
     lmc_l1_error *errs;
-    size_t cap_scratch;
+    size_t cap_errs;
 };
 
 static size_t poll_requests(void *ud);
@@ -127,9 +127,9 @@ void lmc_replay_engine_destroy(lmc_replay_engine *m)
     /* Sessions still open are the engine's to free (their locks expire by their TTL). */
     lmc_engine_destroy(m->engine);
     for (size_t i = 0; i < m->cap; i++)
-        free(m->reqs[i].keys);
+        lmc_keyvec_free(&m->reqs[i].keys);
     free(m->reqs);
-    free(m->rank_keys);
+    lmc_keyvec_free(&m->rank);
     free(m->errs);
     free(m);
 }
@@ -145,20 +145,15 @@ size_t lmc_replay_engine_waiting(const lmc_replay_engine *m)
 
 static lmc_status ensure_scratch(lmc_replay_engine *m, size_t n, lmc_error *err)
 {
-    if (n <= m->cap_scratch)
-        return LMC_OK;
-    size_t cap = m->cap_scratch ? m->cap_scratch : 64;
-    while (cap < n)
-        cap *= 2;
-    lmc_object_key *k = realloc(m->rank_keys, cap * sizeof(*k));
-    if (k != NULL)
-        m->rank_keys = k;
-    lmc_l1_error *e = realloc(m->errs, cap * sizeof(*e));
-    if (e != NULL)
-        m->errs = e;
-    if (k == NULL || e == NULL)
+    if (lmc_keyvec_reserve(&m->rank, n) != LMC_OK)
         return lmc_error_set(err, LMC_ERR_NOMEM, "engine mode: out of memory for %zu keys", n);
-    m->cap_scratch = cap;
+    if (n > m->cap_errs) {
+        lmc_l1_error *e = realloc(m->errs, m->rank.cap * sizeof(*e));
+        if (e == NULL)
+            return lmc_error_set(err, LMC_ERR_NOMEM, "engine mode: out of memory for %zu keys", n);
+        m->errs = e;
+        m->cap_errs = m->rank.cap;
+    }
     return LMC_OK;
 }
 
@@ -167,7 +162,7 @@ static size_t rank_keys(lmc_replay_engine *m, const request *r, size_t rank, siz
 {
     size_t k = 0;
     for (size_t c = c0; c < c1; c++)
-        m->rank_keys[k++] = r->keys[c * r->ws + rank];
+        m->rank.keys[k++] = r->keys.keys[c * r->ws + rank];
     return k;
 }
 
@@ -186,7 +181,7 @@ static void retrieve(lmc_replay_engine *m, request *r, size_t hit)
             bool ok = false;
             lmc_error err;
             uint64_t t0 = lmc_mono_ns();
-            lmc_status st = lmc_engine_retrieve(m->engine, m->rank_keys, n, NULL, &ok, &err);
+            lmc_status st = lmc_engine_retrieve(m->engine, m->rank.keys, n, NULL, &ok, &err);
             lmc_replay_stats_record(m->stats, Q_RETRIEVE, seconds_since(t0), st != LMC_OK);
             o->v[ok ? LMC_OC_SUBMIT_PREFETCH_read : LMC_OC_SUBMIT_PREFETCH_read_failed] +=
                 (uint32_t)n;
@@ -202,11 +197,11 @@ static void store(lmc_replay_engine *m, request *r, size_t hit)
         size_t n = rank_keys(m, r, rank, hit, r->n_chunks);
         lmc_error err;
         uint64_t t0 = lmc_mono_ns();
-        lmc_status st = lmc_engine_store_results(m->engine, m->rank_keys, n, &r->layout,
+        lmc_status st = lmc_engine_store_results(m->engine, m->rank.keys, n, &r->layout,
                                                  m->zero_fill ? &m->zero : NULL, m->errs, &err);
         lmc_replay_stats_record(m->stats, Q_STORE, seconds_since(t0), st != LMC_OK);
         if (st == LMC_OK)
-            st = lmc_replay_ctx_states_for(m->ctx, m->rank_keys, n, m->errs,
+            st = lmc_replay_ctx_states_for(m->ctx, m->rank.keys, n, m->errs,
                                            lmc_outcome_reserve_needs_state, &err);
         if (st != LMC_OK) {
             o->v[LMC_OC_SUBMIT_PREFETCH_store_other] += (uint32_t)n;
@@ -347,14 +342,8 @@ static lmc_status take_slot(lmc_replay_engine *m, size_t n_keys, request **out, 
         m->cap = cap;
     }
     request *r = &m->reqs[m->n];
-    if (n_keys > r->cap_keys) {
-        lmc_object_key *k = realloc(r->keys, n_keys * sizeof(*k));
-        if (k == NULL)
-            return lmc_error_set(err, LMC_ERR_NOMEM, "engine mode: out of memory for %zu keys",
-                                 n_keys);
-        r->keys = k;
-        r->cap_keys = n_keys;
-    }
+    if (lmc_keyvec_reserve(&r->keys, n_keys) != LMC_OK)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "engine mode: out of memory for %zu keys", n_keys);
     *out = r;
     return LMC_OK;
 }
@@ -385,7 +374,8 @@ static lmc_status serve_lookup(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
         return st;
     r->index = lmc_replay_ctx_index(ctx);
     snprintf(r->id, sizeof(r->id), "r%" PRIu64, r->index);
-    memcpy(r->keys, keys, n * sizeof(*keys));
+    if (n > 0)
+        memcpy(r->keys.keys, keys, n * sizeof(*keys));
     r->n_chunks = n / ws;
     r->ws = ws;
     r->extra_count = extra;
