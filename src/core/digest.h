@@ -36,4 +36,7 @@ void lmc_sha256_stream_destroy(lmc_sha256_stream *s);
 /* Lowercase hex of any byte string into out (2*len+1 bytes). */
 void lmc_hex_encode(const void *data, size_t len, char *out);
 
+/* The value of one hex digit (either case), or -1 when c is not one. */
+int lmc_hex_digit(char c);
+
 #endif

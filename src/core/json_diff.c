@@ -31,15 +31,26 @@ static void report(walk *w)
         w->cb(w->path, w->ud);
 }
 
-/* Append to the path; returns the old length, to cut back to. */
-static size_t push(walk *w, const char *fmt, const char *key, size_t index)
+/* Record how much snprintf wrote (clamped to the buffer, as it truncates). */
+static size_t advance(walk *w, size_t old, size_t room, int n)
 {
-    size_t old = w->len;
-    size_t room = sizeof(w->path) - w->len;
-    int n = key != NULL ? snprintf(w->path + w->len, room, fmt, w->len > 0 ? "." : "", key)
-                        : snprintf(w->path + w->len, room, fmt, index);
-    w->len = n < 0 ? w->len : ((size_t)n < room ? w->len + (size_t)n : sizeof(w->path) - 1);
+    w->len = n < 0 ? old : ((size_t)n < room ? old + (size_t)n : sizeof(w->path) - 1);
     return old;
+}
+
+/* Append ".key" (or "key" at the top); returns the old length, to cut back to. */
+static size_t push_key(walk *w, const char *key)
+{
+    size_t room = sizeof(w->path) - w->len;
+    return advance(w, w->len, room,
+                   snprintf(w->path + w->len, room, "%s%s", w->len > 0 ? "." : "", key));
+}
+
+/* Append "[index]"; returns the old length. */
+static size_t push_index(walk *w, size_t index)
+{
+    size_t room = sizeof(w->path) - w->len;
+    return advance(w, w->len, room, snprintf(w->path + w->len, room, "[%zu]", index));
 }
 
 static void pop(walk *w, size_t old)
@@ -83,7 +94,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
         for (size_t i = 0; i < lmc_json_size(a); i++) {
             const char *k = lmc_json_object_key_at(a, i);
             const lmc_json *vb = lmc_json_object_get(b, k);
-            size_t old = push(w, "%s%s", k, 0);
+            size_t old = push_key(w, k);
             if (vb == NULL)
                 report(w);
             else
@@ -94,7 +105,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
             const char *k = lmc_json_object_key_at(b, i);
             if (lmc_json_object_get(a, k) != NULL)
                 continue;
-            size_t old = push(w, "%s%s", k, 0);
+            size_t old = push_key(w, k);
             report(w);
             pop(w, old);
         }
@@ -103,7 +114,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
     if (t == LMC_JSON_ARRAY) {
         size_t na = lmc_json_size(a), nb = lmc_json_size(b);
         for (size_t i = 0; i < na || i < nb; i++) {
-            size_t old = push(w, "[%zu]", NULL, i);
+            size_t old = push_index(w, i);
             if (i < na && i < nb)
                 diff(w, lmc_json_array_at(a, i), lmc_json_array_at(b, i));
             else
