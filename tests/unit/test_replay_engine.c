@@ -348,7 +348,10 @@ static void test_stores_without_room_are_refused_as_out_of_memory(void **state)
  * Chunks 0-3 go to a slow mock L2 and leave L1 (skip_l1). A later lookup
  * of them waits for its L2 load (about 0.26 s at 1 MB/s for 256 KiB)
  * while the next records run: a lookup of chunks 10-11 10 ms later is
- * served (stored) before it, which a lookup of 10-11 20 ms later finds.
+ * served (stored) before it, which a lookup of 10-11 20 ms later finds
+ * (in virtual time exactly; in realtime a loaded host may dispatch it late,
+ * after the store to L2 took 10-11 out of L1 again, so only virtual time
+ * checks that one).
  */
 static void overlapping_requests(const char *path, lmc_replay_pace pace)
 {
@@ -374,8 +377,9 @@ static void overlapping_requests(const char *path, lmc_replay_pace pace)
     assert_int_equal(v(&r, 2, LMC_OC_SUBMIT_PREFETCH_read), 4);
     assert_int_equal(v(&r, 2, LMC_OC_SUBMIT_PREFETCH_unfinished), 0);
     assert_int_equal(v(&r, 3, LMC_OC_SUBMIT_PREFETCH_stored), 2);
-    /* Served while request 2 still waited for L2 (its chunks left L1 after their store). */
-    assert_int_equal(v(&r, 4, LMC_OC_SUBMIT_PREFETCH_l1_hits), 2);
+    /* Served while request 2 still waited for L2 (its chunks leave L1 after their store). */
+    if (pace == LMC_REPLAY_PACE_VIRTUAL)
+        assert_int_equal(v(&r, 4, LMC_OC_SUBMIT_PREFETCH_l1_hits), 2);
     assert_int_equal(r.res.unfinished_prefetches, 0);
     lmc_replay_figures fig = lmc_replay_figures_of(&r.res.totals);
     assert_int_equal(fig.l2_hit_keys, 4);
