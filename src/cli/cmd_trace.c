@@ -281,12 +281,14 @@ typedef struct replay_args {
     uint64_t repeat;
     bool clear_l2;
     lmc_replay_pace pace;
+    lmc_replay_mode mode;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
-    char paces[64];
+    char paces[64], modes[64];
     lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
+    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, modes, sizeof(modes));
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -295,6 +297,11 @@ static void replay_usage(FILE *out)
             "call did (hits, misses and why, L1 and L2 traffic), latency per operation, and\n"
             "an outcome digest.\n\n"
             "options:\n"
+            "  --mode M            %s: calls (default) reissues every recorded call;\n"
+            "                      engine serves each recorded lookup as a request with the\n"
+            "                      server's own logic (read what is found, store the rest) and\n"
+            "                      reports the hit rate this configuration gives beside the\n"
+            "                      recording's\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
             "                      0.5 replays twice as fast); the eviction period follows it\n"
             "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
@@ -314,7 +321,7 @@ static void replay_usage(FILE *out)
             "  --output PATH       also save the result (in --format) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            paces, MAX_REPEAT);
+            modes, paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
 }
 
@@ -437,6 +444,13 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 goto missing;
             if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+                return 2;
+            }
+        } else if ((v = lmc_flag_value("--mode", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
                 return 2;
             }
         } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
@@ -747,7 +761,7 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
             lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
-static void print_banner(lmc_replay_pace pace)
+static void print_banner(lmc_replay_pace pace, lmc_replay_mode mode)
 {
     const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
     const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
@@ -758,9 +772,7 @@ static void print_banner(lmc_replay_pace pace)
             "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
             "  * The replay's StorageManager is built from the flags given here, not from\n"
             "    the trace; the config digest row says whether they match the recording.\n"
-            "%s"
-            "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
-            "    this environment, not necessarily a bug.\n"
+            "%s%s"
             "%s%s%s\n",
             bold, bar, bar, reset,
             pace == LMC_REPLAY_PACE_VIRTUAL
@@ -768,6 +780,12 @@ static void print_banner(lmc_replay_pace pace)
                   "    L2 completions are modelled (virtual_latency_us, virtual_bandwidth_gbps).\n"
                 : "  * This host's speed differs from the recording host's; the replay keeps the\n"
                   "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n",
+            mode == LMC_REPLAY_MODE_ENGINE
+                ? "  * Mode engine: each recorded lookup is served as a request by the server's\n"
+                  "    own logic (read what is found, store the rest); the recorded reads and\n"
+                  "    writes are not reissued and give the recording's own hit rate.\n"
+                : "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
+                  "    this environment, not necessarily a bug.\n",
             bold, bar, reset);
 }
 
@@ -892,7 +910,7 @@ static int cmd_trace_replay(int argc, char **argv)
     if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
         goto out;
     if (!a.quiet)
-        print_banner(a.pace);
+        print_banner(a.pace, a.mode);
     LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
 
@@ -905,6 +923,7 @@ static int cmd_trace_replay(int argc, char **argv)
                               .on_record = on_record,
                               .ud = &p,
                               .pace = a.pace,
+                              .mode = a.mode,
                               .stop = &g_interrupted};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
         if (p.run > 1) {

@@ -18,9 +18,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
 #include "core/strmap.h"
 #include "core/text.h"
 #include "lmcache/storage_manager.h"
+#include "replay/engine_mode.h"
 #include "replay/outcome_queue.h"
 #include "storage/config.h"
 #include "trace/marker.h"
@@ -32,6 +34,23 @@
 #define DRAIN_TIMEOUT_MS 10000
 /* After a Ctrl-C the user wants the partial result soon. */
 #define INTERRUPTED_DRAIN_MS 1000
+
+const char *const lmc_replay_mode_names[] = {
+    [LMC_REPLAY_MODE_CALLS] = "calls",
+    [LMC_REPLAY_MODE_ENGINE] = "engine",
+};
+const size_t lmc_replay_mode_count =
+    sizeof(lmc_replay_mode_names) / sizeof(lmc_replay_mode_names[0]);
+
+lmc_status lmc_replay_mode_parse(const char *name, lmc_replay_mode *out, lmc_error *err)
+{
+    size_t i = 0;
+    lmc_status st = lmc_names_parse(lmc_replay_mode_names, lmc_replay_mode_count, "mode", name,
+                                    name != NULL ? strlen(name) : 0, &i, err);
+    if (st == LMC_OK)
+        *out = (lmc_replay_mode)i;
+    return st;
+}
 
 void lmc_replay_result_free(lmc_replay_result *res)
 {
@@ -135,6 +154,7 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     lmc_storage_manager *sm = NULL;
     lmc_dispatcher *own_dispatcher = NULL;
     lmc_replay_ctx *ctx = NULL;
+    lmc_replay_engine *engine = NULL;
     warned w = {lmc_strmap_create()};
     run_state rs = {.opt = opt, .res = res};
     lmc_replay_timeline tl;
@@ -173,9 +193,18 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     if (st != LMC_OK)
         goto out;
     snprintf(res->replay_digest, sizeof(res->replay_digest), "%s", lmc_sm_config_digest_hex(sm));
+    lmc_replay_mode mode = opt ? opt->mode : LMC_REPLAY_MODE_CALLS;
+    res->mode = mode;
     const lmc_dispatcher *d = opt ? opt->dispatcher : NULL;
+    if (mode == LMC_REPLAY_MODE_ENGINE && d != NULL) {
+        st = lmc_error_set(err, LMC_ERR_INVALID,
+                           "replay: mode engine brings its own dispatcher (a custom one "
+                           "replays calls)");
+        goto out;
+    }
     if (d == NULL) {
-        d = own_dispatcher = lmc_dispatcher_default();
+        d = own_dispatcher = mode == LMC_REPLAY_MODE_ENGINE ? lmc_replay_engine_dispatcher()
+                                                            : lmc_dispatcher_default();
         if (d == NULL) {
             st = lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
             goto out;
@@ -193,11 +222,19 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     sample_l1(sm, &res->totals);
 
     /* The trace carries no KV bytes; without L2 nothing ever reads what replay writes. */
-    lmc_replay_ctx_set_zero_fill(ctx, cfg->n_l2_adapters > 0);
+    bool zero_fill = cfg->n_l2_adapters > 0;
+    lmc_replay_ctx_set_zero_fill(ctx, zero_fill);
+    if (mode == LMC_REPLAY_MODE_ENGINE) {
+        st = lmc_replay_engine_create(ctx, res->stats, zero_fill, &engine, err);
+        if (st != LMC_OK)
+            goto out;
+    }
 
     lmc_replay_pacer pacer;
     lmc_replay_pacer_init(&pacer, pace, sm, ctx);
     pacer.stop = stop;
+    /* A request waits for its lookup's answer while later records are due. */
+    pacer.poll_while_waiting = mode == LMC_REPLAY_MODE_ENGINE;
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
     lmc_replay_pacer_start(&pacer);
     lmc_trace_record rec;
@@ -235,16 +272,22 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
             lmc_status hs = lmc_dispatcher_dispatch(d, rec.qualname, ctx, &rec, &herr);
             double lat = (double)(lmc_mono_ns() - t0) / 1e9;
             bool failed = hs != LMC_OK;
-            lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
+            if (!failed) {
+                o = lmc_replay_ctx_outcome(ctx);
+                if (o->op == LMC_TRACE_OP_NONE)
+                    o = NULL; /* a custom handler that reports none */
+            }
+            /* A record not reissued made no StorageManager call: no latency to report. */
+            if (o != NULL && o->not_reissued)
+                res->not_reissued++;
+            else
+                lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
             if (failed) {
                 res->failed++;
                 LMC_WARN(LOG_COMP, "trace replay: handler for %s raised: %s", rec.qualname,
                          herr.msg);
-            } else {
+            } else if (o == NULL || !o->not_reissued) {
                 res->replayed++;
-                o = lmc_replay_ctx_outcome(ctx);
-                if (o->op == LMC_TRACE_OP_NONE)
-                    o = NULL; /* a custom handler that reports none */
             }
             view.latency_s = lat;
             view.failed = failed;
@@ -280,6 +323,7 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
 
 out:
     lmc_replay_ctx_destroy(ctx);
+    lmc_replay_engine_destroy(engine); /* after the context, which gives up on what waits */
     lmc_outcome_queue_destroy(rs.queue);
     lmc_outcome_digest_destroy(rs.digest);
     lmc_dispatcher_destroy(own_dispatcher);

@@ -272,7 +272,8 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .replay_config_json = res->replay_config_json,
         .config_diffs = (const char *const *)diffs.v,
         .n_config_diffs = diffs.n,
-        .mode = "calls",
+        .mode = lmc_replay_mode_names[res->mode == LMC_REPLAY_MODE_ENGINE ? LMC_REPLAY_MODE_ENGINE
+                                                                          : LMC_REPLAY_MODE_CALLS],
         .pace =
             lmc_replay_pace_names[res->pace == LMC_REPLAY_PACE_VIRTUAL ? LMC_REPLAY_PACE_VIRTUAL
                                                                        : LMC_REPLAY_PACE_REALTIME],

@@ -57,6 +57,11 @@ lmc_counters *lmc_engine_counters(lmc_engine *e)
     return &e->counters;
 }
 
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud)
+{
+    lmc_session_table_set_observer(e->sessions, fn, ud);
+}
+
 int lmc_engine_chunk_size(const lmc_engine *e)
 {
     return e->chunk_size;
@@ -246,7 +251,15 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err)
 {
-    lmc_l1_error *errs = malloc((n ? n : 1) * sizeof(*errs));
+    return lmc_engine_store_results(e, keys, n, layout, copy, NULL, err);
+}
+
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *results, lmc_error *err)
+{
+    lmc_l1_error *own = results == NULL ? malloc((n ? n : 1) * sizeof(*own)) : NULL;
+    lmc_l1_error *errs = results != NULL ? results : own;
     lmc_memory_obj *objs = malloc((n ? n : 1) * sizeof(*objs));
     lmc_object_key *done = malloc((n ? n : 1) * sizeof(*done));
     lmc_status st = LMC_OK;
@@ -269,7 +282,7 @@ lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
         LMC_COUNT(&e->counters, finish_write, 1);
     }
 out:
-    free(errs);
+    free(own);
     free(objs);
     free(done);
     return st;

@@ -54,7 +54,11 @@ lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size, lmc_engine
 void lmc_engine_destroy(lmc_engine *e);
 
 lmc_counters *lmc_engine_counters(lmc_engine *e);
+
 int lmc_engine_chunk_size(const lmc_engine *e);
+
+/* Observe every lookup's prefetch (sessions.h: lmc_lookup_observer); before the first lookup. */
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud);
 
 /* [start, end) must be chunk-aligned and inside the tokens. op names the request in messages. */
 lmc_status lmc_engine_check_aligned(const lmc_engine *e, const char *op, const lmc_ipc_key *key,
@@ -98,6 +102,13 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t
  */
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err);
+/*
+ * The same, with each key's reservation result in results (n entries:
+ * SUCCESS = stored); on failure (out of memory) they are not set.
+ */
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *results, lmc_error *err);
 
 /* free_lookup_locks, end_session (sessions.h), clear, and the session TTL sweep. */
 void lmc_engine_free_lookup_locks(lmc_engine *e, const char *request_id);

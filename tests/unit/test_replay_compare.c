@@ -752,25 +752,24 @@ static void test_jsonl_without_outcomes_or_records_is_an_error_naming_the_line(v
 /* A trace: a record, the recorder's dropped-records marker, then a 2-key record. */
 static const char *write_trace(void)
 {
-    msgpack_sbuffer sb;
-    tt_trace_begin(&sb);
+    tt_trace t;
+    tt_trace_begin(&t, 2);
     lmc_object_key k[2] = {tt_key("m", 0xabcd, 3, 1, "salt"), tt_key("m", 0xef, 0, 0, NULL)};
     lmc_tv items[2] = {{.kind = LMC_TV_OBJECT_KEY, .u.key = &k[1]},
                        {.kind = LMC_TV_OBJECT_KEY, .u.key = &k[0]}};
     lmc_trace_arg one = {"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, 1}}};
     const char *q1 = SM "finish_write";
-    assert_int_equal(lmc_trace_encode_record(&sb, 0.1, 0.1, q1, strlen(q1), &one, 1, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.1, 0.1, q1, strlen(q1), &one, 1, NULL), LMC_OK);
     lmc_trace_arg dropped = {"dropped_count", 13, lmc_tv_int(5)};
     const char *qd = LMC_TRACE_DROPPED_QUALNAME;
-    assert_int_equal(lmc_trace_encode_record(&sb, 0.2, 0.2, qd, strlen(qd), &dropped, 1, NULL),
+    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.2, 0.2, qd, strlen(qd), &dropped, 1, NULL),
                      LMC_OK);
     lmc_tv rev[2] = {items[1], items[0]};
     lmc_trace_arg two = {"keys", 4, {.kind = LMC_TV_LIST, .u.list = {rev, 2}}};
     const char *q2 = SM "reserve_write";
-    assert_int_equal(lmc_trace_encode_record(&sb, 0.3, 0.3, q2, strlen(q2), &two, 1, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.3, 0.3, q2, strlen(q2), &two, 1, NULL), LMC_OK);
     const char *p = tmp_path("t.lct");
-    tt_write_file(p, sb.data, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    tt_trace_end(&t, p);
     return p;
 }
 
