@@ -520,6 +520,31 @@ void lmc_l1_finish_write_and_reserve_read(lmc_l1_manager *l1, const lmc_object_k
     pthread_mutex_unlock(&l1->mu);
 }
 
+void lmc_l1_abort_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                        lmc_l1_error *errs)
+{
+    scratch freed;
+    scratch_init(&freed, n);
+    pthread_mutex_lock(&l1->mu);
+    uint64_t now = now_ms(l1);
+    for (size_t i = 0; i < n; i++) {
+        l1_object *o = lookup(l1, &keys[i]);
+        lmc_l1_error e = LMC_L1_SUCCESS;
+        if (o == NULL) {
+            e = LMC_L1_KEY_NOT_EXIST;
+        } else if (!o->write_pending || lmc_ttl_lock_is_locked(&o->read_lock, now)) {
+            e = LMC_L1_KEY_IN_WRONG_STATE;
+        } else {
+            drop_object(l1, &keys[i], o);
+            scratch_push(l1, &freed, LMC_L1_EV_DELETED, &keys[i]);
+        }
+        if (errs)
+            errs[i] = e;
+    }
+    scratch_flush(l1, &freed, LMC_L1_EV_DELETED);
+    pthread_mutex_unlock(&l1->mu);
+}
+
 void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, bool force,
                    lmc_l1_error *errs)
 {

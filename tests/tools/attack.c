@@ -62,6 +62,26 @@ static int g_port;
 static int g_chunk; /* the server's chunk size (get_chunk_size) */
 static unsigned g_region_seq;
 
+/* Every /dev/shm name this process made, removed at exit even when an attack fails. */
+#define MAX_NAMES 64
+static char g_names[MAX_NAMES][96];
+
+static void forget_at_exit(const char *shm_name)
+{
+    for (size_t i = 0; i < MAX_NAMES; i++)
+        if (g_names[i][0] == '\0') {
+            snprintf(g_names[i], sizeof(g_names[i]), "%s", shm_name);
+            return;
+        }
+}
+
+static void remove_names(void)
+{
+    for (size_t i = 0; i < MAX_NAMES; i++)
+        if (g_names[i][0] != '\0')
+            shm_unlink(g_names[i]);
+}
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void fail(const char *fmt, ...)
 {
@@ -226,6 +246,7 @@ static void region_create(region *r, int64_t num_blocks, int64_t tpb, int64_t bp
     r->bpt = bpt;
     r->bytes = (size_t)(num_blocks * tpb * bpt);
     r->fd = shm_open(r->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+    forget_at_exit(r->name);
     if (r->fd < 0 || ftruncate(r->fd, (off_t)r->bytes) != 0)
         fail("FAIL: create %s: %s", r->name, strerror(errno));
     r->base = mmap(NULL, r->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
@@ -387,6 +408,16 @@ static int64_t lookup(conn *c, const char *model, int ws, const uint32_t *tokens
     }
 }
 
+/* What a client does with a lookup whose retrieve failed: give its read locks back. */
+static void free_lookup_locks(conn *c, const char *model, int ws, const uint32_t *tokens, size_t n,
+                              const char *rid)
+{
+    pack_key(0, model, ws, -1, tokens, n, 0, n, rid);
+    reply r;
+    if (call(c, LMC_OP_FREE_LOOKUP_LOCKS, g_payload, 1, &r))
+        reply_free(&r);
+}
+
 static void end_session(conn *c, const char *rid)
 {
     msgpack_packer pk = P(0);
@@ -527,6 +558,11 @@ static int attack_shm_steal(const char *pool)
     snprintf(sem_name, sizeof(sem_name), "/attack-%ld", (long)getpid());
     snprintf(sem_path, sizeof(sem_path), "sem.attack-%ld", (long)getpid());
     snprintf(pool_name, sizeof(pool_name), "/%s", pool);
+    char sem_shm[100]; /* a named semaphore is the shm object "/sem.NAME" */
+    snprintf(sem_shm, sizeof(sem_shm), "/%s", sem_path);
+    const char *made[] = {link, fifo, noprefix, sem_shm};
+    for (size_t i = 0; i < sizeof(made) / sizeof(made[0]); i++)
+        forget_at_exit(made[i]);
     char dev[160];
     snprintf(dev, sizeof(dev), "/dev/shm%s", victim.name);
     char devl[160];
@@ -608,6 +644,8 @@ static int attack_truncate(void)
     printf("retrieve into a truncated region: %s\n", e ? e : "ok (!)");
     if (e == NULL && hits > 0)
         bad = 1;
+    if (e != NULL)
+        free_lookup_locks(&c, "attack-trunc", 1, t1, n, "attack-trunc-1");
     end_session(&c, "attack-trunc-1");
     if (!ping(&c))
         fail("VULNERABLE: the server died (SIGBUS?) after a region was truncated");
@@ -667,8 +705,9 @@ static int attack_unregister_race(void)
         int64_t hits = lookup(&c, "attack-race", 1, prefix, n, rid);
         /* A store and a retrieve in flight on workers, the region pulled away under them. */
         send_transfer(&c, LMC_OP_STORE, 7100, "attack-race", 1, 0, t, n, 0, n, tpb, 0);
-        send_transfer(&c, LMC_OP_RETRIEVE, 7100, "attack-race", 1, 0, prefix, n, 0,
-                      (size_t)hits * (size_t)g_chunk, tpb, 0);
+        int64_t retrieve = send_transfer(&c, LMC_OP_RETRIEVE, 7100, "attack-race", 1, 0, prefix, n,
+                                         0, (size_t)hits * (size_t)g_chunk, tpb, 0);
+        bool retrieved = false;
         pack_instance(7100);
         send_req(&c, LMC_OP_UNREGISTER_KV_CACHE, g_payload, 1);
         sent += 3;
@@ -686,8 +725,12 @@ static int attack_unregister_race(void)
             reply r;
             if (!recv_reply(&c, TIMEOUT_MS, &r))
                 fail("VULNERABLE: the server stopped answering during the unregister race");
+            if (r.uid == retrieve)
+                retrieved = !r.is_error;
             reply_free(&r);
         }
+        if (!retrieved)
+            free_lookup_locks(&c, "attack-race", 1, prefix, n, rid);
         end_session(&c, rid);
         free(t);
     }
@@ -749,6 +792,8 @@ static int attack_world_size(void)
     int64_t h1 = lookup(&c, model, 1, nt, one, "attack-ws-r");
     e = transfer(&c, LMC_OP_RETRIEVE, 7202, model, 1, 0, nt, one, 0, (size_t)h1 * one, tpb, 0);
     printf("retrieve into a world-size-2 region with a world-size-1 key: %s\n", e ? e : "ok (!)");
+    if (e != NULL)
+        free_lookup_locks(&c, model, 1, nt, one, "attack-ws-r");
     end_session(&c, "attack-ws-r");
     if (e == NULL && h1 > 0) {
         size_t leaked = 0;
@@ -877,6 +922,7 @@ int main(int argc, char **argv)
     }
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0); /* a forked child's lines are not lost at _exit */
+    atexit(remove_names);
     for (size_t i = 0; i < MAX_FRAMES; i++)
         msgpack_sbuffer_init(&g_payload[i]);
     const char *a = argv[1];
