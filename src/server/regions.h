@@ -57,9 +57,6 @@
 #include "server/engine.h"
 #include "server/protocol.h"
 
-/* The prefix every region's name must have (what lmc_client creates). */
-#define LMC_REGION_NAME_PREFIX "/lmcache-client-"
-
 typedef struct lmc_regions lmc_regions;
 /* A registered region, held by one request (lmc_regions_acquire); opaque. */
 typedef struct lmc_region lmc_region;
