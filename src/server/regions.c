@@ -9,8 +9,9 @@
  * the table never unmaps it under a copy.
  *
  * The SIGBUS guard is the one piece of process-wide state here: a handler
- * installed once (the first lmc_regions_create) and a per-thread pointer to
- * the jump buffer of the copy running on that thread, if any.
+ * (put back by every lmc_regions_create if something replaced it) and a
+ * per-thread pointer to the jump buffer of the copy running on that thread,
+ * if any.
  */
 #include "server/regions.h"
 
@@ -76,8 +77,7 @@ typedef struct copy_guard {
 /* initial-exec: reading it in the signal handler must not allocate. */
 static __thread copy_guard *tls_guard __attribute__((tls_model("initial-exec")));
 static struct sigaction g_prev_sigbus;
-static pthread_once_t g_sigbus_once = PTHREAD_ONCE_INIT;
-static bool g_sigbus_installed;
+static pthread_mutex_t g_sigbus_mu = PTHREAD_MUTEX_INITIALIZER;
 
 static void on_sigbus(int sig, siginfo_t *si, void *uc)
 {
@@ -97,15 +97,27 @@ static void on_sigbus(int sig, siginfo_t *si, void *uc)
     }
 }
 
-static void install_sigbus(void)
+/*
+ * Install on_sigbus unless it is in place; what it replaces gets the faults
+ * that are not a region copy's. Called at lmc_regions_create, before any
+ * copy can run.
+ */
+static bool install_sigbus(void)
 {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sa_sigaction = on_sigbus;
-    /* NODEFER: the jump out leaves SIGBUS unblocked without saving the mask per copy. */
-    sa.sa_flags = SA_SIGINFO | SA_NODEFER;
-    sigemptyset(&sa.sa_mask);
-    g_sigbus_installed = sigaction(SIGBUS, &sa, &g_prev_sigbus) == 0;
+    pthread_mutex_lock(&g_sigbus_mu);
+    struct sigaction cur, sa;
+    bool ok = sigaction(SIGBUS, NULL, &cur) == 0;
+    if (ok && !((cur.sa_flags & SA_SIGINFO) && cur.sa_sigaction == on_sigbus)) {
+        memset(&sa, 0, sizeof(sa));
+        sa.sa_sigaction = on_sigbus;
+        /* NODEFER: the jump out leaves SIGBUS unblocked without saving the mask per copy. */
+        sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+        sigemptyset(&sa.sa_mask);
+        g_prev_sigbus = cur;
+        ok = sigaction(SIGBUS, &sa, NULL) == 0;
+    }
+    pthread_mutex_unlock(&g_sigbus_mu);
+    return ok;
 }
 
 /* One copy between a chunk's object and its blocks (to_blocks: retrieve). */
@@ -153,8 +165,7 @@ static bool block_copy_guarded(const block_copy *c)
 
 lmc_status lmc_regions_create(int chunk_size, lmc_regions **out, lmc_error *err)
 {
-    pthread_once(&g_sigbus_once, install_sigbus);
-    if (!g_sigbus_installed)
+    if (!install_sigbus())
         return lmc_error_set(err, LMC_ERR_INTERNAL, "server: cannot install the SIGBUS handler");
     lmc_regions *rs = calloc(1, sizeof(*rs));
     if (rs == NULL)
