@@ -17,8 +17,9 @@ typedef lmc_status (*op_handler)(const lmc_op_ctx *ctx, const lmc_request *q, ms
 static lmc_status op_register(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                               lmc_error *err)
 {
-    lmc_status st = lmc_regions_register(ctx->regions, &q->peer, q->instance_id, &q->region,
-                                         q->model_name, q->world_size, q->worker_id, err);
+    lmc_status st =
+        lmc_regions_register(ctx->regions, q->conn_id, q->peer_uid, q->instance_id, &q->region,
+                             q->model_name, q->world_size, q->worker_id, err);
     if (st == LMC_OK)
         lmc_response_nil(out);
     return st;
@@ -27,7 +28,7 @@ static lmc_status op_register(const lmc_op_ctx *ctx, const lmc_request *q, msgpa
 static lmc_status op_unregister(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                                 lmc_error *err)
 {
-    lmc_status st = lmc_regions_unregister(ctx->regions, &q->peer, q->instance_id, err);
+    lmc_status st = lmc_regions_unregister(ctx->regions, q->conn_id, q->instance_id, err);
     if (st == LMC_OK)
         lmc_response_nil(out);
     return st;
@@ -95,7 +96,7 @@ static lmc_status transfer_begin(const lmc_op_ctx *ctx, const char *op, const lm
     lmc_status st = lmc_engine_check_aligned(ctx->engine, op, key, err);
     if (st != LMC_OK)
         return st;
-    st = lmc_regions_acquire(ctx->regions, op, &q->peer, q->instance_id, key, q->block_ids,
+    st = lmc_regions_acquire(ctx->regions, op, q->conn_id, q->instance_id, key, q->block_ids,
                              q->n_block_ids, r, err);
     if (st == LMC_OK)
         st = lmc_engine_worker_keys(ctx->engine, key, keys, nk, err);
@@ -232,6 +233,11 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
     if (row == NULL)
         return lmc_error_set(err, LMC_ERR_UNSUPPORTED, "unsupported operation");
     return row->handle(ctx, q, out, err);
+}
+
+void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id)
+{
+    lmc_regions_drop_conn(ctx->regions, conn_id);
 }
 
 bool lmc_op_on_loop_thread(lmc_op op)

@@ -20,12 +20,9 @@
  *    The monitor pipe has no high-water mark, so no event is dropped, and
  *    events are read before each message, so a message never overtakes the
  *    event of its own connection.
- *  - The uid: for a TCP peer on this host the kernel's socket table
- *    (NETLINK_SOCK_DIAG, looked up by the connection's two addresses) names
- *    the user owning the other end. A peer on another host has no socket
- *    here: its uid stays unknown (-1). The lookup is checked against the
- *    monitor afterwards, so an fd closed and reused meanwhile gives -1, not
- *    a stranger's uid.
+ *  - The uid comes from peer_uid.h, looked up on the connection's fd and
+ *    checked against the monitor afterwards, so an fd closed and reused
+ *    meanwhile gives -1, not a stranger's uid.
  *
  * Threads: the loop thread only (it owns the ROUTER, and so the monitor).
  */
@@ -40,6 +37,12 @@
 #include "server/protocol.h"
 
 typedef struct lmc_peers lmc_peers;
+
+/* A message's connection: conn 0 when none (lmc_request.conn_id), uid -1 when unknown. */
+typedef struct lmc_peer {
+    uint64_t conn;
+    int64_t uid;
+} lmc_peer;
 
 /* Called with the serial number of each connection that closed. */
 typedef void (*lmc_peer_gone_fn)(void *ud, uint64_t conn);

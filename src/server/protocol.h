@@ -79,22 +79,9 @@ typedef struct lmc_kv_region_desc {
     lmc_dtype dtype;
 } lmc_kv_region_desc;
 
-/*
- * Who sent a request, as the transport knows it (nothing here is decoded
- * from the message). conn names the connection: a serial number the server
- * gives each one, never reused; 0 when unknown (e.g. a message still queued
- * from a connection that has closed). uid is the connecting process's user
- * id, -1 when unknown; the server looks it up for register_kv_cache only.
- */
-typedef struct lmc_peer {
-    uint64_t conn;
-    int64_t uid;
-} lmc_peer;
-
 typedef struct lmc_request {
     int64_t uid;
     lmc_op op;
-    lmc_peer peer; /* set by the transport after decoding (regions.h); zero: unknown */
     /* Per operation (unused fields zero). */
     int64_t instance_id;
     bool has_instance_id;      /* set with instance_id; false for a ping with nil/none */
@@ -108,6 +95,8 @@ typedef struct lmc_request {
     int64_t skip_first_n_tokens; /* retrieve */
     char *request_id;            /* query_*, end_session; owned */
     bool force;                  /* clear */
+    uint64_t conn_id; /* not on the wire: the connection it came on (server.c), 0 if none */
+    int64_t peer_uid; /* not on the wire: the uid of the process on the other end, -1 unknown */
 } lmc_request;
 
 /*

@@ -267,19 +267,19 @@ static bool name_allowed(const char *name)
 }
 
 /*
- * Open and map the object d names for peer if the rules allow it (see
+ * Open and map the object d names for user peer_uid if the rules allow it (see
  * regions.h); every refusal is the same REFUSED error, the reason goes to
  * the DEBUG log only.
  */
-static lmc_status map_object(const lmc_kv_region_desc *d, const lmc_peer *peer, size_t need,
-                             uint8_t **base, lmc_error *err)
+static lmc_status map_object(const lmc_kv_region_desc *d, uint64_t conn_id, int64_t peer_uid,
+                             size_t need, uint8_t **base, lmc_error *err)
 {
     const char *why = NULL;
     int fd = -1, e = 0;
     struct stat st;
     if (!name_allowed(d->shm_name)) {
         why = "the name is not " LMC_REGION_NAME_PREFIX "[A-Za-z0-9._-]+";
-    } else if (peer->uid < 0) {
+    } else if (peer_uid < 0) {
         why = "the connecting process's user is unknown";
     } else {
         char path[sizeof(SHM_DIR) + LMC_PROTO_MAX_SHM_NAME + 1];
@@ -293,7 +293,7 @@ static lmc_status map_object(const lmc_kv_region_desc *d, const lmc_peer *peer, 
             why = "cannot stat it", e = errno;
         else if (!S_ISREG(st.st_mode))
             why = "not a regular file";
-        else if ((int64_t)st.st_uid != peer->uid)
+        else if ((int64_t)st.st_uid != peer_uid)
             why = "owned by another user";
         else if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
             why = "writable by group or others";
@@ -313,8 +313,8 @@ static lmc_status map_object(const lmc_kv_region_desc *d, const lmc_peer *peer, 
         return LMC_OK;
     LMC_DEBUG(
         LOG_COMP, "register_kv_cache: refused region '%s' of uid %lld on connection %llu: %s%s%s",
-        name_allowed(d->shm_name) ? d->shm_name : "(a name outside the rule)", (long long)peer->uid,
-        (unsigned long long)peer->conn, why, e ? ": " : "", e ? strerror(e) : "");
+        name_allowed(d->shm_name) ? d->shm_name : "(a name outside the rule)", (long long)peer_uid,
+        (unsigned long long)conn_id, why, e ? ": " : "", e ? strerror(e) : "");
     return lmc_error_set(err, LMC_ERR_INVALID, REFUSED);
 }
 
@@ -370,11 +370,12 @@ static lmc_status insert_locked(lmc_regions *rs, lmc_region *nr, char **layout_n
     return LMC_OK;
 }
 
-lmc_status lmc_regions_register(lmc_regions *rs, const lmc_peer *peer, int64_t instance_id,
-                                const lmc_kv_region_desc *d, const char *model_name,
-                                int64_t world_size, int64_t worker_id, lmc_error *err)
+lmc_status lmc_regions_register(lmc_regions *rs, uint64_t conn_id, int64_t peer_uid,
+                                int64_t instance_id, const lmc_kv_region_desc *d,
+                                const char *model_name, int64_t world_size, int64_t worker_id,
+                                lmc_error *err)
 {
-    if (peer == NULL || peer->conn == 0)
+    if (conn_id == 0)
         return lmc_error_set(err, LMC_ERR_INVALID, "register_kv_cache: unknown connection");
     if (d->bytes_per_token > (int64_t)1 << 30 || d->tokens_per_block > (int64_t)1 << 20)
         return lmc_error_set(err, LMC_ERR_INVALID, "register_kv_cache: block too large");
@@ -394,9 +395,9 @@ lmc_status lmc_regions_register(lmc_regions *rs, const lmc_peer *peer, int64_t i
         rc = lmc_error_set(err, LMC_ERR_NOMEM, "register_kv_cache: out of memory");
         goto out;
     }
-    if ((rc = map_object(d, peer, (size_t)need, &nr->base, err)) != LMC_OK)
+    if ((rc = map_object(d, conn_id, peer_uid, (size_t)need, &nr->base, err)) != LMC_OK)
         goto out;
-    nr->conn = peer->conn;
+    nr->conn = conn_id;
     nr->instance_id = instance_id;
     nr->world_size = world_size;
     nr->worker_id = worker_id;
@@ -415,7 +416,7 @@ lmc_status lmc_regions_register(lmc_regions *rs, const lmc_peer *peer, int64_t i
     LMC_INFO(LOG_COMP,
              "registered KV cache of instance %lld on connection %llu: %s, %lld blocks x %lld "
              "tokens x %lld bytes (model %s, world size %lld, worker %lld)",
-             (long long)instance_id, (unsigned long long)peer->conn, d->shm_name,
+             (long long)instance_id, (unsigned long long)conn_id, d->shm_name,
              (long long)d->num_blocks, (long long)d->tokens_per_block,
              (long long)d->bytes_per_token, model_name, (long long)world_size,
              (long long)worker_id);
@@ -426,12 +427,12 @@ out:
     return rc;
 }
 
-lmc_status lmc_regions_unregister(lmc_regions *rs, const lmc_peer *peer, int64_t instance_id,
+lmc_status lmc_regions_unregister(lmc_regions *rs, uint64_t conn_id, int64_t instance_id,
                                   lmc_error *err)
 {
     lmc_region *dead = NULL;
     pthread_mutex_lock(&rs->mu);
-    int i = peer != NULL && peer->conn != 0 ? region_find(rs, peer->conn, instance_id) : -1;
+    int i = conn_id != 0 ? region_find(rs, conn_id, instance_id) : -1;
     if (i >= 0)
         dead = region_detach(rs, (size_t)i);
     pthread_mutex_unlock(&rs->mu);
@@ -442,7 +443,7 @@ lmc_status lmc_regions_unregister(lmc_regions *rs, const lmc_peer *peer, int64_t
     return LMC_OK;
 }
 
-size_t lmc_regions_drop_peer(lmc_regions *rs, uint64_t conn)
+size_t lmc_regions_drop_conn(lmc_regions *rs, uint64_t conn)
 {
     lmc_region *dead[MAX_REGIONS];
     size_t n_dead = 0, dropped = 0;
@@ -518,7 +519,7 @@ static lmc_status check_use(const lmc_region *r, const char *op, const lmc_ipc_k
     return LMC_OK;
 }
 
-lmc_status lmc_regions_acquire(lmc_regions *rs, const char *op, const lmc_peer *peer,
+lmc_status lmc_regions_acquire(lmc_regions *rs, const char *op, uint64_t conn_id,
                                int64_t instance_id, const lmc_ipc_key *key,
                                const int64_t *block_ids, size_t n_block_ids, lmc_region **out,
                                lmc_error *err)
@@ -526,7 +527,7 @@ lmc_status lmc_regions_acquire(lmc_regions *rs, const char *op, const lmc_peer *
     *out = NULL;
     lmc_region *r = NULL;
     pthread_mutex_lock(&rs->mu);
-    int i = peer != NULL && peer->conn != 0 ? region_find(rs, peer->conn, instance_id) : -1;
+    int i = conn_id != 0 ? region_find(rs, conn_id, instance_id) : -1;
     if (i >= 0) {
         r = rs->regions[i];
         r->refs++;

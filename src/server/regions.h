@@ -12,14 +12,14 @@
  * The rules (docs/security.md, "Client memory (KV regions)"):
  *  - What is mapped: an object named "/lmcache-client-<suffix>" (suffix of
  *    [A-Za-z0-9._-]) in /dev/shm, opened without following a symlink: a
- *    regular file owned by the connecting process's user (lmc_peer.uid),
+ *    regular file owned by the connecting process's user (peer_uid),
  *    not writable by group or others, at least as large as the geometry
  *    says. Anything else -- the server's own pool, sem.* objects, another
  *    user's region, a missing object -- gets the one reply
  *    "register_kv_cache: region refused"; the reason is logged at DEBUG.
  *  - A region belongs to the connection that registered it: only that
  *    connection's requests see its instance id, so connections never
- *    constrain or reach each other's regions. lmc_regions_drop_peer
+ *    constrain or reach each other's regions. lmc_regions_drop_conn
  *    unregisters a connection's regions when it closes.
  *  - A (model, world size) layout exists while a region of it is
  *    registered; a region with another bytes_per_token for the same
@@ -28,7 +28,7 @@
  *    MAX_LAYOUTS layouts) are freed with them.
  *  - A request uses a region between lmc_regions_acquire and
  *    lmc_regions_release, which hold a reference: unregister,
- *    re-registration and drop_peer take the region out of the table at
+ *    re-registration and drop_conn take the region out of the table at
  *    once, and the last reference unmaps it, so no copy touches unmapped
  *    memory.
  *  - Every copy is bounded twice: by the L1 object's size (which must be
@@ -67,31 +67,33 @@ lmc_status lmc_regions_create(int chunk_size, lmc_regions **out, lmc_error *err)
 void lmc_regions_destroy(lmc_regions *rs);
 
 /*
- * register_kv_cache from peer: check the geometry and the object (the
- * rules above), map it, and record it under (peer->conn, instance_id),
- * replacing that connection's earlier registration of the instance.
+ * register_kv_cache on connection conn_id (lmc_request.conn_id) from a
+ * process of user peer_uid (-1: unknown, refused): check the geometry and
+ * the object (the rules above), map it, and record it under (conn_id,
+ * instance_id), replacing that connection's earlier registration of it.
  */
-lmc_status lmc_regions_register(lmc_regions *rs, const lmc_peer *peer, int64_t instance_id,
-                                const lmc_kv_region_desc *d, const char *model_name,
-                                int64_t world_size, int64_t worker_id, lmc_error *err);
-/* unregister_kv_cache: LMC_ERR_NOT_FOUND for an instance peer has not registered. */
-lmc_status lmc_regions_unregister(lmc_regions *rs, const lmc_peer *peer, int64_t instance_id,
+lmc_status lmc_regions_register(lmc_regions *rs, uint64_t conn_id, int64_t peer_uid,
+                                int64_t instance_id, const lmc_kv_region_desc *d,
+                                const char *model_name, int64_t world_size, int64_t worker_id,
+                                lmc_error *err);
+/* unregister_kv_cache: LMC_ERR_NOT_FOUND for an instance conn_id has not registered. */
+lmc_status lmc_regions_unregister(lmc_regions *rs, uint64_t conn_id, int64_t instance_id,
                                   lmc_error *err);
-/* The connection conn closed: unregister its regions. Returns how many. */
-size_t lmc_regions_drop_peer(lmc_regions *rs, uint64_t conn);
+/* Connection conn_id closed: unregister its regions. Returns how many. */
+size_t lmc_regions_drop_conn(lmc_regions *rs, uint64_t conn_id);
 
 /* The L1 layout of (model, world size); LMC_ERR_NOT_FOUND while no region of it is registered. */
 lmc_status lmc_regions_layout(lmc_regions *rs, const char *op, const char *model,
                               int64_t world_size, lmc_layout_desc *out, lmc_error *err);
 
 /*
- * The region of peer's instance_id for one store or retrieve of key
+ * The region of conn_id's instance_id for one store or retrieve of key
  * (model, world size, worker id and the range [start, end)): registered for
  * that model, world size and worker, block ids covering the range's blocks,
  * each inside the region. op names the request in messages. *out holds a
  * reference: give it back with lmc_regions_release.
  */
-lmc_status lmc_regions_acquire(lmc_regions *rs, const char *op, const lmc_peer *peer,
+lmc_status lmc_regions_acquire(lmc_regions *rs, const char *op, uint64_t conn_id,
                                int64_t instance_id, const lmc_ipc_key *key,
                                const int64_t *block_ids, size_t n_block_ids, lmc_region **out,
                                lmc_error *err);

@@ -124,7 +124,8 @@ static void run_job(lmc_server *s, void *push, job *j)
         lens[i] = zmq_msg_size(&j->frames[i + 1]);
     }
     lmc_status st = lmc_request_decode(frames, lens, n, &q, &err);
-    q.peer = j->peer;
+    q.conn_id = j->peer.conn;
+    q.peer_uid = j->peer.uid;
     if (st == LMC_OK)
         st = lmc_op_execute(&s->ops, &q, &resp, &err);
     lmc_counters *counts = lmc_engine_counters(s->engine);
@@ -178,11 +179,11 @@ static void *worker_main(void *arg)
 /* Lifecycle                                                               */
 /* ---------------------------------------------------------------------- */
 
-/* A client connection closed (peers.h, loop thread): its regions go with it. */
+/* A client connection closed (peers.h, loop thread). */
 static void on_peer_gone(void *ud, uint64_t conn)
 {
     lmc_server *s = ud;
-    lmc_regions_drop_peer(s->regions, conn);
+    lmc_op_connection_closed(&s->ops, conn);
 }
 
 lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc_error *err)

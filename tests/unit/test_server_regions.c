@@ -111,9 +111,15 @@ static int teardown(void **state)
     return 0;
 }
 
-static lmc_peer peer_of(uint64_t conn)
+/* A connection's requests: conn, and the uid of the process behind it. */
+typedef struct who {
+    uint64_t conn;
+    int64_t uid;
+} who;
+
+static who peer_of(uint64_t conn)
 {
-    return (lmc_peer){.conn = conn, .uid = (int64_t)geteuid()};
+    return (who){.conn = conn, .uid = (int64_t)geteuid()};
 }
 
 static lmc_status run(fixture *f, lmc_request *q)
@@ -126,12 +132,13 @@ static lmc_status run(fixture *f, lmc_request *q)
     return st;
 }
 
-static lmc_status reg_name(fixture *f, lmc_peer peer, int64_t instance, const char *name,
+static lmc_status reg_name(fixture *f, who w, int64_t instance, const char *name,
                            int64_t num_blocks, int64_t bpt, const char *model, int64_t ws,
                            int64_t worker)
 {
     lmc_request q = {.op = LMC_OP_REGISTER_KV_CACHE,
-                     .peer = peer,
+                     .conn_id = w.conn,
+                     .peer_uid = w.uid,
                      .instance_id = instance,
                      .region = {.shm_name = (char *)name,
                                 .num_blocks = num_blocks,
@@ -144,15 +151,15 @@ static lmc_status reg_name(fixture *f, lmc_peer peer, int64_t instance, const ch
     return run(f, &q);
 }
 
-static lmc_status reg(fixture *f, lmc_peer peer, int64_t instance, const shm *s, const char *model,
+static lmc_status reg(fixture *f, who w, int64_t instance, const shm *s, const char *model,
                       int64_t ws, int64_t worker)
 {
-    return reg_name(f, peer, instance, s->name, s->num_blocks, s->bpt, model, ws, worker);
+    return reg_name(f, w, instance, s->name, s->num_blocks, s->bpt, model, ws, worker);
 }
 
-static lmc_status unreg(fixture *f, lmc_peer peer, int64_t instance)
+static lmc_status unreg(fixture *f, who w, int64_t instance)
 {
-    lmc_request q = {.op = LMC_OP_UNREGISTER_KV_CACHE, .peer = peer, .instance_id = instance};
+    lmc_request q = {.op = LMC_OP_UNREGISTER_KV_CACHE, .conn_id = w.conn, .instance_id = instance};
     return run(f, &q);
 }
 
@@ -186,7 +193,7 @@ static lmc_ipc_key key_of(const prompt *p, const char *model, int64_t ws, int64_
 }
 
 /* store or retrieve of the whole prompt through blocks first, first + 1, ... */
-static lmc_status transfer(fixture *f, lmc_op op, lmc_peer peer, int64_t instance, const prompt *p,
+static lmc_status transfer(fixture *f, lmc_op op, who w, int64_t instance, const prompt *p,
                            const char *model, int64_t ws, int64_t worker, int64_t first)
 {
     int64_t ids[64 * BPC];
@@ -194,7 +201,8 @@ static lmc_status transfer(fixture *f, lmc_op op, lmc_peer peer, int64_t instanc
     for (size_t i = 0; i < nb; i++)
         ids[i] = first + (int64_t)i;
     lmc_request q = {.op = op,
-                     .peer = peer,
+                     .conn_id = w.conn,
+                     .peer_uid = w.uid,
                      .instance_id = instance,
                      .key = key_of(p, model, ws, worker, "rid"),
                      .block_ids = ids,
@@ -244,9 +252,9 @@ static uint64_t l1_used(fixture *f)
 /* Item 1: which objects a client may register                             */
 /* ---------------------------------------------------------------------- */
 
-static void expect_refused(fixture *f, lmc_peer peer, const char *name, const char *why)
+static void expect_refused(fixture *f, who w, const char *name, const char *why)
 {
-    lmc_status st = reg_name(f, peer, 1, name, 4, 64, "m", 1, 0);
+    lmc_status st = reg_name(f, w, 1, name, 4, 64, "m", 1, 0);
     if (st != LMC_ERR_INVALID || strcmp(t_err.msg, REFUSED) != 0)
         fail_msg("%s ('%s'): got status %d, '%s'", why, name, st, t_err.msg);
 }
@@ -254,7 +262,7 @@ static void expect_refused(fixture *f, lmc_peer peer, const char *name, const ch
 static void test_register_maps_only_objects_the_client_could_have_made_for_it(void **state)
 {
     fixture *f = *state;
-    lmc_peer me = peer_of(1);
+    who me = peer_of(1);
     shm own, other, open_mode, small;
     shm_make(&own, 4, 64);
     shm_make(&other, 4, 64);
@@ -299,13 +307,13 @@ static void test_register_maps_only_objects_the_client_could_have_made_for_it(vo
         expect_refused(f, me, other.name, "another user's object");
     assert_int_equal(reg(f, peer_of(0), 1, &own, "m", 1, 0), LMC_ERR_INVALID);
     assert_string_equal(t_err.msg, "register_kv_cache: unknown connection");
-    lmc_peer stranger = {.conn = 1, .uid = (int64_t)geteuid() + 1};
+    who stranger = {.conn = 1, .uid = (int64_t)geteuid() + 1};
     expect_refused(f, stranger, own.name, "a client of another uid naming this uid's object");
-    lmc_peer unknown = {.conn = 1, .uid = -1};
+    who unknown = {.conn = 1, .uid = -1};
     expect_refused(f, unknown, own.name, "a client whose uid is unknown");
     assert_int_equal(reg(f, me, 1, &own, "m", 1, 0), LMC_OK);
     if (root) {
-        lmc_peer nobody = {.conn = 2, .uid = NOBODY};
+        who nobody = {.conn = 2, .uid = NOBODY};
         assert_int_equal(reg(f, nobody, 1, &other, "m", 1, 0), LMC_OK);
     }
 
@@ -373,7 +381,7 @@ static void test_a_layout_conflict_lasts_only_while_the_first_layout_is_register
     assert_int_equal(unreg(f, peer_of(1), 1), LMC_OK);
     assert_int_equal(reg(f, peer_of(2), 1, &wide, "m", 1, 0), LMC_ERR_INVALID);
     /* The last region of the layout goes with its connection. */
-    assert_int_equal(lmc_regions_drop_peer(f->rs, 1), 1);
+    assert_int_equal(lmc_regions_drop_conn(f->rs, 1), 1);
     assert_int_equal(reg(f, peer_of(2), 1, &wide, "m", 1, 0), LMC_OK);
     lmc_layout_desc layout;
     assert_int_equal(lmc_regions_layout(f->rs, "lookup", "m", 1, &layout, &t_err), LMC_OK);
@@ -382,7 +390,7 @@ static void test_a_layout_conflict_lasts_only_while_the_first_layout_is_register
     assert_int_equal(reg(f, peer_of(2), 1, &narrow, "m", 1, 0), LMC_OK);
     assert_int_equal(lmc_regions_layout(f->rs, "lookup", "m", 1, &layout, &t_err), LMC_OK);
     assert_int_equal(lmc_layout_desc_nbytes(&layout), CHUNK * 64);
-    assert_int_equal(lmc_regions_drop_peer(f->rs, 2), 2);
+    assert_int_equal(lmc_regions_drop_conn(f->rs, 2), 2);
     assert_int_equal(lmc_regions_layout(f->rs, "lookup", "m", 1, &layout, &t_err),
                      LMC_ERR_NOT_FOUND);
     shm_drop(&narrow);
@@ -404,7 +412,7 @@ static void test_slots_come_back_when_regions_go(void **state)
         }
         assert_int_equal(reg(f, peer_of(99), 0, &s, "one-too-many", 1, 0), LMC_ERR_BUSY);
         if (round == 1) {
-            assert_int_equal(lmc_regions_drop_peer(f->rs, 11), 64);
+            assert_int_equal(lmc_regions_drop_conn(f->rs, 11), 64);
         } else {
             for (int i = 0; i < 64; i++)
                 assert_int_equal(unreg(f, peer_of(10 + (uint64_t)round), i), LMC_OK);
@@ -415,7 +423,7 @@ static void test_slots_come_back_when_regions_go(void **state)
     for (int i = 1; i < 256; i++)
         assert_int_equal(reg(f, peer_of(99), i, &s, "one-too-many", 1, 0), LMC_OK);
     assert_int_equal(reg(f, peer_of(99), 256, &s, "one-too-many", 1, 0), LMC_ERR_BUSY);
-    assert_int_equal(lmc_regions_drop_peer(f->rs, 99), 256);
+    assert_int_equal(lmc_regions_drop_conn(f->rs, 99), 256);
     assert_int_equal(reg(f, peer_of(99), 256, &s, "one-too-many", 1, 0), LMC_OK);
     shm_drop(&s);
 }
@@ -671,8 +679,8 @@ static void race_with(fixture *f, int copiers)
     uint64_t end = lmc_mono_ms() + 1500;
     for (int i = 0; lmc_mono_ms() < end || atomic_load(&r.copies_ok) < 10; i++) {
         lmc_error err;
-        lmc_peer me = peer_of(1);
-        lmc_regions_unregister(f->rs, &me, 1, &err);
+        who me = peer_of(1);
+        lmc_regions_unregister(f->rs, me.conn, 1, &err);
         lmc_sleep_ns(20 * 1000);
         const shm *s = i % 3 == 0 ? &small : &big;
         lmc_kv_region_desc d = {.shm_name = (char *)s->name,
@@ -680,10 +688,12 @@ static void race_with(fixture *f, int copiers)
                                 .tokens_per_block = TPB,
                                 .bytes_per_token = s->bpt,
                                 .dtype = LMC_DTYPE_UINT8};
-        assert_int_equal(lmc_regions_register(f->rs, &me, 1, &d, "m", 1, 0, &err), LMC_OK);
+        assert_int_equal(lmc_regions_register(f->rs, me.conn, me.uid, 1, &d, "m", 1, 0, &err),
+                         LMC_OK);
         lmc_sleep_ns(200 * 1000);
         if (i % 5 == 0)
-            assert_int_equal(lmc_regions_register(f->rs, &me, 1, &d, "m", 1, 0, &err), LMC_OK);
+            assert_int_equal(lmc_regions_register(f->rs, me.conn, me.uid, 1, &d, "m", 1, 0, &err),
+                             LMC_OK);
         assert_true(lmc_mono_ms() < end + 30000);
     }
     atomic_store(&r.stop, true);
@@ -691,8 +701,8 @@ static void race_with(fixture *f, int copiers)
         pthread_join(t[i], NULL);
     assert_true(atomic_load(&r.copies_ok) >= 10);
     lmc_error err;
-    lmc_peer me = peer_of(1);
-    assert_int_equal(lmc_regions_unregister(f->rs, &me, 1, &err), LMC_OK);
+    who me = peer_of(1);
+    assert_int_equal(lmc_regions_unregister(f->rs, me.conn, 1, &err), LMC_OK);
     shm_drop(&big);
     shm_drop(&small);
 }
