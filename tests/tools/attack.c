@@ -50,6 +50,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "client/workload.h"
 #include "core/clock.h"
 #include "server/protocol.h"
 
@@ -470,18 +471,19 @@ static uint32_t *make_tokens(size_t n, uint32_t seed)
     return t;
 }
 
+/* The load generator's KV byte pattern, from seed (client/workload.h). */
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(seed + i * 7);
+    lmc_kv_pattern pat;
+    lmc_kv_pattern_init(&pat, seed);
+    lmc_kv_pattern_fill(&pat, p, n);
 }
 
 static bool check(const uint8_t *p, size_t n, uint8_t seed)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (uint8_t)(seed + i * 7))
-            return false;
-    return true;
+    lmc_kv_pattern pat;
+    lmc_kv_pattern_init(&pat, seed);
+    return lmc_kv_pattern_check(&pat, p, n);
 }
 
 /* ---------------------------------------------------------------------- */

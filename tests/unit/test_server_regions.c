@@ -28,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "client/workload.h"
 #include "core/clock.h"
 #include "core/log.h"
 #include "helpers/sm_test_util.h"
@@ -227,18 +228,19 @@ static size_t lookup(fixture *f, const prompt *p, const char *model, int64_t ws,
     return hits;
 }
 
+/* The load generator's KV byte pattern, from seed (client/workload.h). */
 static void fill(uint8_t *p, size_t n, uint8_t seed)
 {
-    for (size_t i = 0; i < n; i++)
-        p[i] = (uint8_t)(seed + i * 7);
+    lmc_kv_pattern pat;
+    lmc_kv_pattern_init(&pat, seed);
+    lmc_kv_pattern_fill(&pat, p, n);
 }
 
 static bool holds(const uint8_t *p, size_t n, uint8_t seed)
 {
-    for (size_t i = 0; i < n; i++)
-        if (p[i] != (uint8_t)(seed + i * 7))
-            return false;
-    return true;
+    lmc_kv_pattern pat;
+    lmc_kv_pattern_init(&pat, seed);
+    return lmc_kv_pattern_check(&pat, p, n);
 }
 
 static uint64_t l1_used(fixture *f)
