@@ -237,7 +237,8 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
 
 void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id)
 {
-    lmc_regions_drop_conn(ctx->regions, conn_id);
+    if (ctx->regions != NULL)
+        lmc_regions_drop_conn(ctx->regions, conn_id);
 }
 
 bool lmc_op_on_loop_thread(lmc_op op)
