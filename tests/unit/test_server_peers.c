@@ -31,6 +31,7 @@ typedef struct fixture {
     char endpoint[128];
     uint64_t gone[16];
     size_t n_gone;
+    void *a, *b; /* the test's dealers, closed by teardown if a failed assertion left them */
 } fixture;
 
 static void on_gone(void *ud, uint64_t conn)
@@ -58,6 +59,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     fixture *f = *state;
+    if (f->a != NULL)
+        zmq_close(f->a);
+    if (f->b != NULL)
+        zmq_close(f->b);
     lmc_peers_destroy(f->peers);
     zmq_close(f->router);
     zmq_ctx_term(f->ctx);
@@ -128,13 +133,14 @@ static void wait_gone(fixture *f, size_t n)
 static void test_each_connection_has_its_serial_and_its_users_uid(void **state)
 {
     fixture *f = *state;
-    void *a = dealer(f, f->ctx), *b = dealer(f, f->ctx);
+    void *a = f->a = dealer(f, f->ctx), *b = f->b = dealer(f, f->ctx);
+    /* One at a time: the ROUTER fair-queues, so m1 is a's only if b has not sent yet. */
+    message m1, m2;
     zmq_send(a, "u", 1, ZMQ_SNDMORE);
     zmq_send(a, "op", 2, 0);
+    receive(f, &m1);
     zmq_send(b, "u", 1, ZMQ_SNDMORE);
     zmq_send(b, "op", 2, 0);
-    message m1, m2;
-    receive(f, &m1);
     receive(f, &m2);
     lmc_peer p1 = identify(f, &m1, true), p2 = identify(f, &m2, false);
     assert_true(p1.conn != 0 && p2.conn != 0 && p1.conn != p2.conn);
@@ -154,16 +160,44 @@ static void test_each_connection_has_its_serial_and_its_users_uid(void **state)
     assert_int_equal(lmc_peers_identify(f->peers, 100000, "x", 1, true).conn, 0);
 
     zmq_close(a);
+    f->a = NULL;
     wait_gone(f, 1);
     assert_int_equal(f->gone[0], p1.conn);
     assert_int_equal(lmc_peers_count(f->peers), 1);
     /* Its fd no longer names it. */
     assert_int_equal(identify(f, &m1, false).conn, 0);
     zmq_close(b);
+    f->b = NULL;
     wait_gone(f, 2);
     assert_int_equal(f->gone[1], p2.conn);
     message_close(&m1);
     message_close(&m2);
+}
+
+/*
+ * The other user's client: this test binary again (exec'd, so that a fresh
+ * process makes the ZMQ context, not a fork of a threaded one), as uid
+ * 65534; it sends one message, then waits for stdin to close (or 30 s).
+ */
+static int dealer_as_nobody(const char *endpoint)
+{
+    alarm(30);
+    if (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
+        return 2;
+    void *ctx = zmq_ctx_new();
+    void *d = zmq_socket(ctx, ZMQ_DEALER);
+    int zero = 0;
+    zmq_setsockopt(d, ZMQ_LINGER, &zero, sizeof(zero));
+    if (zmq_connect(d, endpoint) != 0)
+        return 3;
+    zmq_send(d, "u", 1, ZMQ_SNDMORE);
+    zmq_send(d, "op", 2, 0);
+    char c;
+    while (read(0, &c, 1) > 0)
+        ;
+    zmq_close(d);
+    zmq_ctx_term(ctx);
+    return 0;
 }
 
 static void test_a_client_of_another_user_is_known_by_its_uid(void **state)
@@ -178,34 +212,32 @@ static void test_a_client_of_another_user_is_known_by_its_uid(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
+        dup2(go[0], 0);
+        close(go[0]);
         close(go[1]);
-        if (setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-            _exit(2);
-        void *ctx = zmq_ctx_new();
-        void *d = dealer(f, ctx);
-        zmq_send(d, "u", 1, ZMQ_SNDMORE);
-        zmq_send(d, "op", 2, 0);
-        char c;
-        if (read(go[0], &c, 1) < 0) /* until the parent is done */
-            _exit(3);
-        _exit(0);
+        char *args[] = {"test_server_peers", "--dealer-as-nobody", f->endpoint, NULL};
+        execv("/proc/self/exe", args);
+        _exit(127);
     }
+    close(go[0]);
     message m;
     receive(f, &m);
     lmc_peer p = identify(f, &m, true);
-    assert_true(p.conn != 0);
-    assert_int_equal(p.uid, NOBODY);
     close(go[1]);
     int status;
     waitpid(pid, &status, 0);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    assert_true(p.conn != 0);
+    assert_int_equal(p.uid, NOBODY);
     wait_gone(f, 1);
     assert_int_equal(f->gone[0], p.conn);
-    close(go[0]);
     message_close(&m);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc == 3 && strcmp(argv[1], "--dealer-as-nobody") == 0)
+        return dealer_as_nobody(argv[2]);
     signal(SIGPIPE, SIG_IGN);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_each_connection_has_its_serial_and_its_users_uid,
