@@ -15,6 +15,16 @@
  *
  * Per-key failures are never errors of the call: they come back in per-key
  * arrays (lmc_l1_error), exactly like LMCache's partial result maps.
+ *
+ * Two ways to run it (lmc_sm_create_ex): with threads (the default, what
+ * lmc_sm_create builds: each controller and each L2 adapter worker on its
+ * own thread, on the monotonic clock), or manually, in virtual time: no
+ * background thread at all, a clock that moves only when the owner calls
+ * lmc_sm_advance_to, and every piece of background work (L2 completions,
+ * eviction passes, the store and prefetch controllers' steps) run by that
+ * call at its due time, in a fixed order. Both modes run the same code; a
+ * manual StorageManager gives the same results for the same calls at the
+ * same virtual times, whatever the host's load.
  */
 #ifndef LMCACHE_STORAGE_MANAGER_H
 #define LMCACHE_STORAGE_MANAGER_H
@@ -41,6 +51,32 @@ typedef struct lmc_storage_manager lmc_storage_manager;
  */
 lmc_status lmc_sm_create(const lmc_sm_config *cfg, lmc_storage_manager **out, lmc_error *err);
 
+/* How a StorageManager is driven: with threads, or by its owner in virtual time. */
+typedef enum lmc_sm_executor {
+    LMC_SM_EXEC_THREADS = 0, /* background threads on the monotonic clock (a server) */
+    LMC_SM_EXEC_MANUAL = 1,  /* no background thread; virtual time moved by lmc_sm_advance_to */
+} lmc_sm_executor;
+
+/*
+ * Runtime options: how the StorageManager runs, not what it is built from
+ * (they are not part of the config, its JSON or its digest).
+ */
+typedef struct lmc_sm_runtime_options {
+    lmc_sm_executor executor;
+    /* The L1 and L2 eviction controllers' period in ns (0: 1 s). With threads a period
+     * below 1 ms is raised to 1 ms. */
+    uint64_t eviction_period_ns;
+    /* Manual: the virtual clock's reading at create (default 0). */
+    uint64_t start_ns;
+} lmc_sm_runtime_options;
+
+/* The defaults: threads, a 1 s eviction period. */
+void lmc_sm_runtime_options_init(lmc_sm_runtime_options *opt);
+
+/* lmc_sm_create with runtime options (NULL: the defaults, i.e. lmc_sm_create). */
+lmc_status lmc_sm_create_ex(const lmc_sm_config *cfg, const lmc_sm_runtime_options *opt,
+                            lmc_storage_manager **out, lmc_error *err);
+
 /*
  * close(): stop the prefetch, store, L1-eviction and L2-eviction
  * controllers, close every adapter (fs files are kept), free L1. Idempotent
@@ -53,10 +89,9 @@ void lmc_sm_destroy(lmc_storage_manager *sm);
 /* ------------------------------------------------------------------ */
 
 /*
- * Reserve L1 buffers for keys in the given mode. errs[i] == LMC_L1_SUCCESS means objs[i] is writable until
- * finish_write; any other value means the key was not reserved (already
- * present, locked, or out of memory) and must not be written. Returns the
- * number reserved.
+ * Reserve L1 buffers for keys in the given mode. errs[i] == LMC_L1_SUCCESS means objs[i] is
+ * writable until finish_write; any other value means the key was not reserved (already present,
+ * locked, or out of memory) and must not be written. Returns the number reserved.
  */
 size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, lmc_write_mode mode, lmc_l1_error *errs,
@@ -119,6 +154,11 @@ bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefet
  * no caller error releases nothing (the caller calls finish_read_prefetched
  * after copying); otherwise it releases one read lock per key that did
  * succeed. The context owns copies of the keys; exit frees them.
+ *
+ * A key that fails is reported in ctx->errs only (KEY_NOT_EXIST: not in
+ * L1; KEY_NOT_READABLE: in L1 but holding no read lock, e.g. being written
+ * or never locked by a prefetch), with at most one DEBUG line per call:
+ * misses are the caller's to count, and a log line per key would flood.
  */
 typedef struct lmc_sm_read_ctx {
     lmc_object_key *keys;
@@ -130,8 +170,7 @@ typedef struct lmc_sm_read_ctx {
 
 lmc_status lmc_sm_read_prefetched_enter(lmc_storage_manager *sm, const lmc_object_key *keys,
                                         size_t n, lmc_sm_read_ctx *ctx);
-void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx,
-                                 bool caller_failed);
+void lmc_sm_read_prefetched_exit(lmc_storage_manager *sm, lmc_sm_read_ctx *ctx, bool caller_failed);
 
 /* Release 1 + extra_count read locks per key (a temporary object is freed at 0). */
 void lmc_sm_finish_read_prefetched(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
@@ -167,9 +206,63 @@ void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total);
 /*
  * Wait until the store and prefetch controllers are idle (nothing queued
  * or in flight) or timeout_ms passes; true when idle. For replay drains and
- * tests.
+ * tests. Manual mode: advance virtual time through the pending work until
+ * nothing is queued, in flight in a controller or pending in an L2 adapter
+ * (eviction passes are delivered on the way but not waited for once idle);
+ * false when the work cannot finish or takes longer than timeout_ms of
+ * real time (with 0: whether it is idle now, once the controllers have
+ * run). The clock stays where the last piece of work completed.
  */
 bool lmc_sm_wait_idle(lmc_storage_manager *sm, uint32_t timeout_ms);
+
+/*
+ * Totals since create, for replay outcomes and reports. L2 figures are
+ * summed over adapters: keys in store tasks that succeeded (keys an
+ * adapter already held count too) and the bytes the adapters report
+ * writing; keys (and their logical bytes) that L2 loads filled into L1.
+ */
+typedef struct lmc_sm_counters {
+    uint64_t l1_evicted_keys;
+    uint64_t l2_stored_keys, l2_stored_bytes, l2_store_failed_tasks;
+    uint64_t l2_loaded_keys, l2_loaded_bytes;
+    uint64_t l2_evicted_keys;
+} lmc_sm_counters;
+
+void lmc_sm_get_counters(lmc_storage_manager *sm, lmc_sm_counters *out);
+
+/*
+ * Each key's L1 state now (one L1 lock for the batch), to tell apart what
+ * one per-key error code covers. A diagnostic: background work may change
+ * a state right after the answer.
+ */
+void lmc_sm_l1_key_states(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                          lmc_l1_key_state *out);
+
+/* ------------------------------------------------------------------ */
+/* Virtual time (manual executor)                                       */
+/* ------------------------------------------------------------------ */
+
+/* The StorageManager's clock in ns: virtual (manual) or CLOCK_MONOTONIC (threads). */
+uint64_t lmc_sm_now_ns(const lmc_storage_manager *sm);
+
+/*
+ * Manual: the earliest virtual time at which background work is due (an L2
+ * task completes, an eviction pass), now when calls since the last advance
+ * left work for the controllers (finished writes to store, prefetches to
+ * start), or UINT64_MAX when nothing is pending. UINT64_MAX with threads.
+ */
+uint64_t lmc_sm_next_event_ns(lmc_storage_manager *sm);
+
+/*
+ * Manual: run the controllers' steps until they have nothing to do, then
+ * deliver every event due at or before t_ns in order of time (at equal
+ * times: the L2 adapters in flag order, each in submission order, then the
+ * L1 and the L2 eviction pass), each at its own time and each followed by
+ * the controllers' steps; then set the clock to t_ns. A t_ns before the
+ * clock delivers what is due now and leaves the clock where it is. Call it
+ * from one thread at a time. LMC_ERR_INVALID with threads.
+ */
+lmc_status lmc_sm_advance_to(lmc_storage_manager *sm, uint64_t t_ns);
 
 /* The SHA-256 of the config JSON (the trace header digest), 64 hex + NUL. */
 const char *lmc_sm_config_digest_hex(const lmc_storage_manager *sm);

@@ -1,5 +1,5 @@
 /*
- * clock.c -- monotonic and wall clocks (see clock.h).
+ * clock.c -- monotonic, wall and virtual clocks (see clock.h).
  */
 #include "core/clock.h"
 
@@ -53,14 +53,42 @@ void lmc_sleep_until_ns(uint64_t deadline_ns)
     }
 }
 
-static uint64_t mono_now_ms(void *ud)
+static uint64_t mono_now_ns(void *ud)
 {
     (void)ud;
-    return lmc_mono_ms();
+    return lmc_mono_ns();
 }
 
 lmc_clock lmc_clock_monotonic(void)
 {
-    lmc_clock c = {.now_ms = mono_now_ms, .ud = NULL};
+    lmc_clock c = {.now_ns = mono_now_ns, .ud = NULL};
+    return c;
+}
+
+void lmc_virtual_clock_init(lmc_virtual_clock *v, uint64_t start_ns)
+{
+    atomic_init(&v->now_ns, start_ns);
+}
+
+void lmc_virtual_clock_set(lmc_virtual_clock *v, uint64_t ns)
+{
+    /* One owner moves the clock, so a plain compare is enough; readers see a whole value. */
+    if (ns > atomic_load_explicit(&v->now_ns, memory_order_relaxed))
+        atomic_store_explicit(&v->now_ns, ns, memory_order_release);
+}
+
+uint64_t lmc_virtual_clock_get(const lmc_virtual_clock *v)
+{
+    return atomic_load_explicit(&((lmc_virtual_clock *)v)->now_ns, memory_order_acquire);
+}
+
+static uint64_t virtual_now_ns(void *ud)
+{
+    return lmc_virtual_clock_get(ud);
+}
+
+lmc_clock lmc_clock_virtual(lmc_virtual_clock *v)
+{
+    lmc_clock c = {.now_ns = virtual_now_ns, .ud = v};
     return c;
 }

@@ -1,14 +1,20 @@
 /*
- * clock.h -- monotonic and wall clock helpers, and the injectable clock.
+ * clock.h -- monotonic and wall clock helpers, the injectable clock, and the
+ * virtual clock of a replay in virtual time.
  *
- * Owns nothing. lmc_clock is how a module that needs "now" (the L1 manager's
- * TTL locks) lets a test substitute a fake clock.
+ * Owns nothing but the virtual clock's one counter. lmc_clock is how every
+ * module that reads "now" for behaviour (TTL locks, eviction periods, L2
+ * due times) is given its time: the real monotonic clock in a server or a
+ * realtime replay, a fake one in a test, or a virtual clock that moves only
+ * when its owner moves it (DESIGN.md 4.11).
  *
- * Threads: all functions are thread-safe.
+ * Threads: all functions are thread-safe; a virtual clock is an atomic
+ * (set by its owner, read by anyone).
  */
 #ifndef LMC_CORE_CLOCK_H
 #define LMC_CORE_CLOCK_H
 
+#include <stdatomic.h>
 #include <stdint.h>
 
 /* CLOCK_MONOTONIC in nanoseconds, milliseconds, and seconds. */
@@ -25,18 +31,35 @@ void lmc_sleep_ns(uint64_t ns);
 /* Sleep until the monotonic clock reads deadline_ns (absolute). */
 void lmc_sleep_until_ns(uint64_t deadline_ns);
 
-/* An injectable millisecond clock. */
+/* An injectable nanosecond clock; it never runs backwards. */
 typedef struct lmc_clock {
-    uint64_t (*now_ms)(void *ud);
+    uint64_t (*now_ns)(void *ud);
     void *ud;
 } lmc_clock;
 
-/* The real monotonic clock. */
+/* The real monotonic clock (lmc_mono_ns). */
 lmc_clock lmc_clock_monotonic(void);
+
+static inline uint64_t lmc_clock_now_ns(const lmc_clock *c)
+{
+    return c->now_ns(c->ud);
+}
 
 static inline uint64_t lmc_clock_now_ms(const lmc_clock *c)
 {
-    return c->now_ms(c->ud);
+    return c->now_ns(c->ud) / 1000000u;
 }
+
+/* A clock that reads what its owner last set: virtual time. */
+typedef struct lmc_virtual_clock {
+    _Atomic uint64_t now_ns;
+} lmc_virtual_clock;
+
+void lmc_virtual_clock_init(lmc_virtual_clock *v, uint64_t start_ns);
+/* Move the clock to ns; a time before the current reading is ignored (time never goes back). */
+void lmc_virtual_clock_set(lmc_virtual_clock *v, uint64_t ns);
+uint64_t lmc_virtual_clock_get(const lmc_virtual_clock *v);
+/* v as an lmc_clock (v is borrowed and must outlive every copy). */
+lmc_clock lmc_clock_virtual(lmc_virtual_clock *v);
 
 #endif

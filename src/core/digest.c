@@ -36,6 +36,56 @@ void lmc_sha256_hex(const void *data, size_t len, char out[LMC_SHA256_HEX_LEN + 
     lmc_hex_encode(raw, sizeof(raw), out);
 }
 
+struct lmc_sha256_stream {
+    EVP_MD_CTX *md;
+};
+
+/* As for the one-shot digest: a failing OpenSSL would make a wrong digest. */
+static void stream_check(int ok, const char *what)
+{
+    if (ok != 1) {
+        LMC_ERROR("digest", "SHA-256 stream: OpenSSL %s failed", what);
+        abort();
+    }
+}
+
+lmc_sha256_stream *lmc_sha256_stream_create(void)
+{
+    lmc_sha256_stream *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->md = EVP_MD_CTX_new();
+    if (s->md == NULL) {
+        free(s);
+        return NULL;
+    }
+    stream_check(EVP_DigestInit_ex(s->md, EVP_sha256(), NULL), "EVP_DigestInit_ex");
+    return s;
+}
+
+void lmc_sha256_stream_update(lmc_sha256_stream *s, const void *data, size_t len)
+{
+    if (len > 0)
+        stream_check(EVP_DigestUpdate(s->md, data, len), "EVP_DigestUpdate");
+}
+
+void lmc_sha256_stream_final_hex(lmc_sha256_stream *s, char out[LMC_SHA256_HEX_LEN + 1])
+{
+    uint8_t raw[LMC_SHA256_LEN];
+    unsigned int n = 0;
+    stream_check(EVP_DigestFinal_ex(s->md, raw, &n), "EVP_DigestFinal_ex");
+    stream_check(n == LMC_SHA256_LEN, "EVP_DigestFinal_ex length");
+    lmc_hex_encode(raw, sizeof(raw), out);
+}
+
+void lmc_sha256_stream_destroy(lmc_sha256_stream *s)
+{
+    if (s == NULL)
+        return;
+    EVP_MD_CTX_free(s->md);
+    free(s);
+}
+
 void lmc_hex_encode(const void *data, size_t len, char *out)
 {
     static const char hex[] = "0123456789abcdef";
@@ -45,4 +95,15 @@ void lmc_hex_encode(const void *data, size_t len, char *out)
         out[2 * i + 1] = hex[p[i] & 0xf];
     }
     out[2 * len] = '\0';
+}
+
+int lmc_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }

@@ -15,6 +15,12 @@
  *
  * Every submitted task gets a reserved result slot at submit time, so a
  * worker reporting a result never has to allocate (and so never fails).
+ *
+ * The base also keeps the adapter's runtime (its clock and executor), the
+ * virtual-time model (from the common keys virtual_latency_us and
+ * virtual_bandwidth_gbps, else the type's defaults), and, in manual mode,
+ * the worker helper that delivers the adapter's tasks when the owner
+ * advances time. All three are set before the adapter is shared.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -25,6 +31,7 @@
 
 #include "core/log.h"
 #include "l2/adapter_impl.h"
+#include "l2/worker.h"
 
 #define COMPONENT "l2"
 
@@ -60,6 +67,11 @@ struct lmc_l2_adapter {
     const lmc_l2_adapter_ops *ops;
     void *impl;
     int store_fd, lookup_fd, load_fd;
+
+    lmc_runtime rt;
+    lmc_l2_virtual_model model;
+    bool bandwidth_given;    /* virtual_bandwidth_gbps was in the config */
+    lmc_l2_workers *workers; /* manual mode: the helper that delivers the tasks */
 
     bool shared;
     bool persist_enabled;
@@ -190,7 +202,26 @@ static void free_base(lmc_l2_adapter *a)
     free(a);
 }
 
+/* The model from the common keys (validated already), or the type's defaults. */
+static void parse_model(lmc_l2_adapter *a, const lmc_json *cfg, const char *type)
+{
+    double us, gbps;
+    lmc_l2_config_number(cfg, type, "virtual_latency_us", false, 0.0, false,
+                         a->ops->virtual_latency_us, &us, NULL);
+    lmc_l2_config_number(cfg, type, "virtual_bandwidth_gbps", false, 0.0, false,
+                         a->ops->virtual_bandwidth_gbps, &gbps, NULL);
+    a->model.latency_ns = (uint64_t)(us * 1e3);
+    a->model.bytes_per_s = gbps * 1e9;
+    a->bandwidth_given = lmc_json_object_get(cfg, "virtual_bandwidth_gbps") != NULL;
+}
+
 lmc_status lmc_l2_adapter_create(const lmc_json *cfg, lmc_l2_adapter **out, lmc_error *err)
+{
+    return lmc_l2_adapter_create_ex(cfg, NULL, out, err);
+}
+
+lmc_status lmc_l2_adapter_create_ex(const lmc_json *cfg, const lmc_runtime *rt,
+                                    lmc_l2_adapter **out, lmc_error *err)
 {
     if (out == NULL)
         return lmc_error_set(err, LMC_ERR_INVALID, "--l2-adapter: no output pointer");
@@ -204,6 +235,8 @@ lmc_status lmc_l2_adapter_create(const lmc_json *cfg, lmc_l2_adapter **out, lmc_
     if (a == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '%s': out of memory", type);
     a->ops = lmc_l2_find_type(type);
+    a->rt = lmc_runtime_resolve(rt);
+    parse_model(a, cfg, type);
     a->store_fd = a->lookup_fd = a->load_fd = -1;
     pthread_mutex_init(&a->results_lock, NULL);
     pthread_mutex_init(&a->usage_lock, NULL);
@@ -250,6 +283,49 @@ void lmc_l2_adapter_destroy(lmc_l2_adapter *a)
 const char *lmc_l2_adapter_type(const lmc_l2_adapter *a)
 {
     return a->ops->type;
+}
+
+const lmc_runtime *lmc_l2_adapter_runtime(const lmc_l2_adapter *a)
+{
+    return &a->rt;
+}
+
+uint64_t lmc_l2_adapter_now_ns(const lmc_l2_adapter *a)
+{
+    return lmc_runtime_now_ns(&a->rt);
+}
+
+lmc_l2_virtual_model lmc_l2_adapter_virtual_model(const lmc_l2_adapter *a)
+{
+    return a->model;
+}
+
+void lmc_l2_adapter_set_virtual_bandwidth_default(lmc_l2_adapter *a, double bytes_per_s)
+{
+    if (!a->bandwidth_given)
+        a->model.bytes_per_s = bytes_per_s;
+}
+
+void lmc_l2_adapter_bind_workers(lmc_l2_adapter *a, lmc_l2_workers *w)
+{
+    if (a->workers == NULL)
+        a->workers = w;
+}
+
+void lmc_l2_adapter_unbind_workers(lmc_l2_adapter *a, lmc_l2_workers *w)
+{
+    if (a->workers == w)
+        a->workers = NULL;
+}
+
+uint64_t lmc_l2_adapter_next_event_ns(lmc_l2_adapter *a)
+{
+    return a->workers != NULL ? lmc_l2_workers_next_due(a->workers) : UINT64_MAX;
+}
+
+bool lmc_l2_adapter_run_next(lmc_l2_adapter *a, uint64_t now_ns)
+{
+    return a->workers != NULL && lmc_l2_workers_run_next(a->workers, now_ns);
 }
 
 int lmc_l2_adapter_store_fd(const lmc_l2_adapter *a)

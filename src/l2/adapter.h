@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "core/json.h"
+#include "core/runtime.h"
 #include "lmcache/bitmap.h"
 #include "lmcache/memory_obj.h"
 #include "lmcache/status.h"
@@ -89,6 +90,15 @@ lmc_status lmc_l2_check_config(const lmc_json *cfg, lmc_error *err);
 
 /* Build and start an adapter from its JSON config (validated again here). */
 lmc_status lmc_l2_adapter_create(const lmc_json *cfg, lmc_l2_adapter **out, lmc_error *err);
+/*
+ * The same with a runtime (core/runtime.h; NULL: threads on the monotonic
+ * clock, which is what lmc_l2_adapter_create does). The runtime is copied.
+ * Manual: no worker thread; each task's real work runs inline, from
+ * lmc_l2_adapter_run_next, at its modelled completion time
+ * (lmc_l2_virtual_model in l2/adapter_impl.h), and completes then.
+ */
+lmc_status lmc_l2_adapter_create_ex(const lmc_json *cfg, const lmc_runtime *rt,
+                                    lmc_l2_adapter **out, lmc_error *err);
 /* Stop it (pending tasks complete as failures), close the fds, free it. */
 void lmc_l2_adapter_destroy(lmc_l2_adapter *a);
 
@@ -134,6 +144,26 @@ size_t lmc_l2_adapter_pop_completed_stores(lmc_l2_adapter *a, lmc_l2_store_resul
  */
 bool lmc_l2_adapter_take_lookup_result(lmc_l2_adapter *a, uint64_t task_id, lmc_bitmap *out);
 bool lmc_l2_adapter_take_load_result(lmc_l2_adapter *a, uint64_t task_id, lmc_bitmap *out);
+
+/* ------------------------------------------------------------------ */
+/* Manual mode (virtual time): the owner delivers the adapter's events  */
+/* ------------------------------------------------------------------ */
+
+/*
+ * The earliest time (the runtime's clock, ns) at which one of the
+ * adapter's tasks completes, or UINT64_MAX when none is pending. Always
+ * UINT64_MAX with threads.
+ */
+uint64_t lmc_l2_adapter_next_event_ns(lmc_l2_adapter *a);
+
+/*
+ * Deliver the adapter's earliest event if it is due at or before now_ns
+ * (the owner has set the clock): run that task's work inline and complete
+ * it, or report a task whose completion was deferred. Events due at the
+ * same time go in submission order. Returns whether one was delivered.
+ * Call from one thread at a time; a no-op with threads.
+ */
+bool lmc_l2_adapter_run_next(lmc_l2_adapter *a, uint64_t now_ns);
 
 /* ------------------------------------------------------------------ */
 /* Usage and listeners                                                  */
@@ -196,6 +226,26 @@ typedef struct lmc_l2_eviction_settings {
 
 /* False (and *out untouched) when the config has no "eviction" object. */
 bool lmc_l2_adapter_eviction_settings(const lmc_l2_adapter *a, lmc_l2_eviction_settings *out);
+
+/* ------------------------------------------------------------------ */
+/* fs: what a base_path already holds                                   */
+/* ------------------------------------------------------------------ */
+
+typedef struct lmc_l2_fs_objects {
+    uint64_t files, bytes; /* found */
+    uint64_t removed;      /* of those, removed */
+} lmc_l2_fs_objects;
+
+/*
+ * The objects an "fs" adapter config's base_path (and relative_tmp_dir)
+ * holds: regular files named as the adapter names them (a key's canonical
+ * name, or its temporary name), never anything else and never through a
+ * symlink. With remove they are deleted. A config of another type, or a
+ * base_path that does not exist, holds none. LMC_ERR_IO naming the path
+ * when a directory cannot be read or a file removed. Any thread; no
+ * adapter needs to exist.
+ */
+lmc_status lmc_l2_fs_scan(const lmc_json *cfg, bool remove, lmc_l2_fs_objects *out, lmc_error *err);
 
 /* ------------------------------------------------------------------ */
 /* Status                                                               */

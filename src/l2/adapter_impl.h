@@ -27,6 +27,7 @@
 #define LMC_L2_ADAPTER_IMPL_H
 
 #include "core/keymap.h"
+#include "core/runtime.h"
 #include "l2/adapter.h"
 
 /* The three kinds of task, in the order they are served. */
@@ -79,6 +80,14 @@ typedef struct lmc_l2_adapter_ops {
      * and still holds. See lmc_l2_adapter_replay_recovered.
      */
     void (*replay_recovered)(void *impl, const lmc_l2_listener *l);
+    /*
+     * The defaults of the virtual-time model (the common keys
+     * virtual_latency_us and virtual_bandwidth_gbps; see
+     * lmc_l2_adapter_virtual_model). A bandwidth of 0 means none by
+     * default: no transfer time, unless the type sets one at create.
+     */
+    double virtual_latency_us;
+    double virtual_bandwidth_gbps;
 } lmc_l2_adapter_ops;
 
 /* ------------------------------------------------------------------ */
@@ -105,6 +114,50 @@ extern const lmc_l2_adapter_ops lmc_l2_fault_inject_ops;
 /* ------------------------------------------------------------------ */
 
 void lmc_l2_adapter_set_capacity(lmc_l2_adapter *a, uint64_t capacity_bytes);
+
+/*
+ * The runtime the adapter was created with (its clock and executor,
+ * core/runtime.h), and its clock's reading: what a type reads instead of
+ * the monotonic clock for anything that decides behaviour (mock's
+ * simulated bandwidth, fault_inject's delays). Valid until destroy.
+ */
+const lmc_runtime *lmc_l2_adapter_runtime(const lmc_l2_adapter *a);
+uint64_t lmc_l2_adapter_now_ns(const lmc_l2_adapter *a);
+
+/*
+ * The virtual-time model of the adapter (manual mode only; ignored with
+ * threads): a task submitted at s that moves b bytes (a store's or a
+ * load's objects; a lookup moves none) starts at max(s, busy_until), holds
+ * the adapter's bandwidth for b / bandwidth, and completes latency after
+ * its transfer ends; busy_until moves to the end of the transfer. So
+ * transfers share the bandwidth in order of submission, latencies overlap,
+ * and a lookup costs the latency alone. From the common keys
+ * virtual_latency_us and virtual_bandwidth_gbps (1e9 bytes/s), else the
+ * type's defaults (lmc_l2_adapter_ops); bytes_per_s 0 = no transfer time.
+ */
+typedef struct lmc_l2_virtual_model {
+    uint64_t latency_ns;
+    double bytes_per_s;
+} lmc_l2_virtual_model;
+
+lmc_l2_virtual_model lmc_l2_adapter_virtual_model(const lmc_l2_adapter *a);
+
+/*
+ * The type's own default bandwidth, for a type whose speed is in its own
+ * config (mock: mock_bandwidth_gb); virtual_bandwidth_gbps, when given,
+ * still wins. Call from create.
+ */
+void lmc_l2_adapter_set_virtual_bandwidth_default(lmc_l2_adapter *a, double bytes_per_s);
+
+/*
+ * Manual mode: the worker helper (l2/worker.h) serving this adapter's
+ * lmc_l2_adapter_next_event_ns and lmc_l2_adapter_run_next. The helper
+ * registers itself at start (the first one to do so keeps it) and removes
+ * itself at destroy. NULL: unbind if w is the bound one.
+ */
+struct lmc_l2_workers;
+void lmc_l2_adapter_bind_workers(lmc_l2_adapter *a, struct lmc_l2_workers *w);
+void lmc_l2_adapter_unbind_workers(lmc_l2_adapter *a, struct lmc_l2_workers *w);
 
 /* Record a result and signal the matching eventfd. bitmap ownership moves. */
 void lmc_l2_complete_store(lmc_l2_adapter *a, uint64_t task_id, int64_t result);
@@ -180,6 +233,8 @@ typedef struct lmc_l2_task {
     int64_t result;       /* store: bytes written, or -1 */
     size_t n_notify;      /* keys[0..n_notify) (sizes too) are to be reported to listeners */
     uint64_t due_ns;      /* when a deferred task completes (l2/worker.h) */
+    uint64_t seq;         /* manual mode: order among tasks due at the same time */
+    bool ran;             /* manual mode: run already, deferred (finish when due) */
     uint64_t tag;         /* free for the adapter (fault_inject: the inner task id) */
     unsigned flags;       /* free for the adapter */
 } lmc_l2_task;

@@ -2,7 +2,8 @@
  * config.c -- validation of one `--l2-adapter` JSON object.
  *
  * Owns: the checks of the keys every adapter type shares (type, shared,
- * eviction, persist_enabled, serde) and the field helpers the types use for
+ * eviction, persist_enabled, serde, virtual_latency_us,
+ * virtual_bandwidth_gbps) and the field helpers the types use for
  * their own keys, so that every message has the same shape:
  *   --l2-adapter: field 'base_path' of type 'fs' is required
  * Pure functions over a borrowed lmc_json; any thread. Eviction policy
@@ -18,8 +19,17 @@
 
 #define PREFIX "--l2-adapter"
 
-static const char *const g_common_keys[] = {"type",  "shared", "eviction", "persist_enabled",
-                                            "serde", NULL};
+static const char *const g_common_keys[] = {"type",
+                                            "shared",
+                                            "eviction",
+                                            "persist_enabled",
+                                            "serde",
+                                            "virtual_latency_us",
+                                            "virtual_bandwidth_gbps",
+                                            NULL};
+
+/* The virtual-time model's bounds: a latency of at most an hour, and at least a byte a second. */
+#define MAX_VIRTUAL_LATENCY_US 3600e6
 
 static const char *const g_eviction_keys[] = {"eviction_policy",        "trigger_watermark",
                                               "eviction_ratio",         "extra_logging_enabled",
@@ -213,6 +223,27 @@ static lmc_status check_eviction(const lmc_json *ev, const char *type, lmc_error
     return LMC_OK;
 }
 
+/* virtual_latency_us in [0, 1 h] and virtual_bandwidth_gbps >= one byte per second. */
+static lmc_status check_virtual_model(const lmc_json *cfg, const char *type, lmc_error *err)
+{
+    double us, gbps;
+    lmc_status st =
+        lmc_l2_config_number(cfg, type, "virtual_latency_us", false, 0.0, false, 0.0, &us, err);
+    if (st == LMC_OK && us > MAX_VIRTUAL_LATENCY_US)
+        st = lmc_l2_config_bad_value(err, type, "virtual_latency_us",
+                                     lmc_json_object_get(cfg, "virtual_latency_us"),
+                                     "a number in [0, 3600000000]");
+    if (st == LMC_OK)
+        st = lmc_l2_config_number(cfg, type, "virtual_bandwidth_gbps", false, 0.0, true, 1.0, &gbps,
+                                  err);
+    /* Compared as a double: a huge value must not overflow a cast. */
+    if (st == LMC_OK && gbps * 1e9 < 1.0)
+        st = lmc_l2_config_bad_value(err, type, "virtual_bandwidth_gbps",
+                                     lmc_json_object_get(cfg, "virtual_bandwidth_gbps"),
+                                     "at least one byte per second");
+    return st;
+}
+
 lmc_status lmc_l2_check_config(const lmc_json *cfg, lmc_error *err)
 {
     if (cfg == NULL || lmc_json_type_of(cfg) != LMC_JSON_OBJECT)
@@ -243,6 +274,8 @@ lmc_status lmc_l2_check_config(const lmc_json *cfg, lmc_error *err)
         return st;
     const lmc_json *ev = lmc_json_object_get(cfg, "eviction");
     if (ev != NULL && (st = check_eviction(ev, type, err)) != LMC_OK)
+        return st;
+    if ((st = check_virtual_model(cfg, type, err)) != LMC_OK)
         return st;
     return ops->check_config(cfg, err);
 }

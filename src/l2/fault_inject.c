@@ -18,6 +18,13 @@
  * Inner listener notifications are forwarded to this base (usage and
  * listeners) on the inner's thread.
  *
+ * In virtual time (a manual runtime) the inner adapter is manual too and
+ * there is no thread: the worker's next_event and run_event hooks stand in
+ * for idle. The next event is the inner's (or now, when an inner result
+ * already waits on its fds); running it delivers the inner's event and
+ * collects what it completed. Delays are on the base's clock, so they are
+ * virtual there.
+ *
  * A failed lookup still ran in the inner adapter and locked what it found:
  * those locks are released here (the caller sees no hit, so never
  * unlocks). A failed store may have reached the inner adapter (a lost
@@ -33,7 +40,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/log.h"
 #include "l2/adapter_impl.h"
 #include "l2/worker.h"
@@ -135,7 +141,7 @@ static void fi_finish(void *ud, lmc_l2_task *t)
 static void collected(fi_adapter *f, lmc_l2_task *t)
 {
     if ((t->flags & FI_DELAY) != 0)
-        lmc_l2_workers_defer(f->workers, t, lmc_mono_ns() + f->delay_ns);
+        lmc_l2_workers_defer(f->workers, t, lmc_l2_adapter_now_ns(f->base) + f->delay_ns);
     else
         fi_finish(f, t);
 }
@@ -183,6 +189,18 @@ static lmc_l2_task *collect(fi_adapter *f)
     return done;
 }
 
+/* Complete or hold back every inner result that has arrived. */
+static void collect_and_complete(fi_adapter *f)
+{
+    /* Called after the fds were drained: a result arriving later signals them again. */
+    lmc_l2_task *done = collect(f);
+    while (done != NULL) {
+        lmc_l2_task *t = done;
+        done = t->next;
+        collected(f, t);
+    }
+}
+
 /*
  * The worker's idle hook: wait for an inner result (or the worker's wake-up,
  * or the next delayed task's due time) and handle what arrived.
@@ -198,7 +216,7 @@ static bool fi_idle(void *ud, size_t index, int wake_fd, uint64_t deadline_ns)
     };
     int timeout_ms = -1;
     if (deadline_ns != LMC_L2_NO_DEADLINE) {
-        uint64_t now = lmc_mono_ns();
+        uint64_t now = lmc_l2_adapter_now_ns(f->base);
         uint64_t ms = deadline_ns > now ? (deadline_ns - now + 999999) / 1000000 : 0;
         timeout_ms = ms > INT_MAX ? INT_MAX : (int)ms;
     }
@@ -210,14 +228,43 @@ static bool fi_idle(void *ud, size_t index, int wake_fd, uint64_t deadline_ns)
         if (fds[i].revents & POLLIN)
             lmc_l2_drain_fd(fds[i].fd);
     }
-    /* Drained before collecting: a result arriving later signals the fd again. */
-    lmc_l2_task *done = collect(f);
-    while (done != NULL) {
-        lmc_l2_task *t = done;
-        done = t->next;
-        collected(f, t);
-    }
+    collect_and_complete(f);
     return true;
+}
+
+/* Manual mode: whether an inner result is waiting (an inner fd is readable). */
+static bool inner_signalled(fi_adapter *f)
+{
+    struct pollfd fds[3] = {
+        {lmc_l2_adapter_store_fd(f->inner), POLLIN, 0},
+        {lmc_l2_adapter_lookup_fd(f->inner), POLLIN, 0},
+        {lmc_l2_adapter_load_fd(f->inner), POLLIN, 0},
+    };
+    return poll(fds, 3, 0) > 0;
+}
+
+/* The worker's next_event hook (manual mode): the inner's next event, or now. */
+static uint64_t fi_next_event(void *ud)
+{
+    fi_adapter *f = ud;
+    if (f->inner == NULL)
+        return LMC_L2_NO_DEADLINE;
+    if (inner_signalled(f))
+        return lmc_l2_adapter_now_ns(f->base);
+    return lmc_l2_adapter_next_event_ns(f->inner);
+}
+
+/* The worker's run_event hook (manual mode): deliver the inner's event, then collect. */
+static void fi_run_event(void *ud, uint64_t now_ns)
+{
+    fi_adapter *f = ud;
+    if (f->inner == NULL)
+        return;
+    lmc_l2_adapter_run_next(f->inner, now_ns);
+    lmc_l2_drain_fd(lmc_l2_adapter_store_fd(f->inner));
+    lmc_l2_drain_fd(lmc_l2_adapter_lookup_fd(f->inner));
+    lmc_l2_drain_fd(lmc_l2_adapter_load_fd(f->inner));
+    collect_and_complete(f);
 }
 
 /* ------------------------------------------------------------------ */
@@ -415,7 +462,9 @@ static lmc_status fi_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     lmc_status st = parse(cfg, f, err);
     if (st != LMC_OK)
         goto fail;
-    st = lmc_l2_adapter_create(lmc_json_object_get(cfg, "inner"), &f->inner, err);
+    /* The inner runs on this adapter's clock and executor. */
+    st = lmc_l2_adapter_create_ex(lmc_json_object_get(cfg, "inner"), lmc_l2_adapter_runtime(base),
+                                  &f->inner, err);
     if (st != LMC_OK)
         goto fail;
     /* Registered before any task exists, so every inner change reaches this base. */
@@ -430,7 +479,10 @@ static lmc_status fi_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
         .instances = &g_instances,
         .threads = 1,
         .base = base,
-        .hooks = {.finish = fi_finish, .idle = fi_idle},
+        .hooks = {.finish = fi_finish,
+                  .idle = fi_idle,
+                  .next_event = fi_next_event,
+                  .run_event = fi_run_event},
         .ud = f,
     };
     if ((st = lmc_l2_workers_start(&wc, &f->workers, err)) != LMC_OK) {
@@ -494,4 +546,7 @@ const lmc_l2_adapter_ops lmc_l2_fault_inject_ops = {
     .is_healthy = fi_is_healthy,
     .destroy = fi_destroy,
     .replay_recovered = fi_replay_recovered,
+    /* Unused: tasks are forwarded, and the inner's model times them. */
+    .virtual_latency_us = 0.0,
+    .virtual_bandwidth_gbps = 0.0,
 };

@@ -13,6 +13,11 @@
  * delete run on the caller's thread. `lock` guards the entries and `used`;
  * copies are made under it (this is a test tool: simplicity over
  * concurrency). Listener calls are made outside it.
+ *
+ * In virtual time (a manual runtime) the base's model already charges
+ * bytes / bandwidth (its default bandwidth is mock_bandwidth_gb, its
+ * default latency 0), so a task completes as soon as it runs: the
+ * simulated bandwidth is honoured once, not twice.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/clock.h"
 #include "core/keymap.h"
 #include "core/log.h"
 #include "l2/adapter_impl.h"
@@ -67,11 +71,14 @@ static void mock_finish(void *ud, lmc_l2_task *t)
     lmc_l2_task_complete(m->base, t);
 }
 
-/* Complete now, or park the task until bytes / bandwidth has passed since start. */
+/*
+ * Complete now, or park the task until bytes / bandwidth has passed since
+ * start. In virtual time the model has charged that already.
+ */
 static void finish_after_delay(mock_adapter *m, lmc_l2_task *t, uint64_t bytes, uint64_t start_ns)
 {
     uint64_t due = start_ns + (uint64_t)((double)bytes / m->bandwidth * 1e9);
-    if (due <= lmc_mono_ns())
+    if (lmc_l2_workers_manual(m->workers) || due <= lmc_l2_adapter_now_ns(m->base))
         mock_finish(m, t);
     else
         lmc_l2_workers_defer(m->workers, t, due);
@@ -80,7 +87,7 @@ static void finish_after_delay(mock_adapter *m, lmc_l2_task *t, uint64_t bytes, 
 static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
     mock_adapter *m = ud;
-    uint64_t start = lmc_mono_ns();
+    uint64_t start = lmc_l2_adapter_now_ns(m->base);
     uint64_t stored = 0;
     size_t nn = 0, over = 0, oom = 0;
     pthread_mutex_lock(&m->lock);
@@ -144,7 +151,7 @@ static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
     mock_adapter *m = ud;
-    uint64_t start = lmc_mono_ns();
+    uint64_t start = lmc_l2_adapter_now_ns(m->base);
     uint64_t bytes = 0;
     size_t nn = 0;
     pthread_mutex_lock(&m->lock);
@@ -305,6 +312,7 @@ static lmc_status mock_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'mock': out of memory");
     }
     lmc_l2_adapter_set_capacity(base, m->capacity);
+    lmc_l2_adapter_set_virtual_bandwidth_default(base, m->bandwidth);
     lmc_l2_workers_config wc = {
         .name = "l2-mock",
         .instances = &g_instances,
@@ -349,4 +357,6 @@ const lmc_l2_adapter_ops lmc_l2_mock_ops = {
     .is_healthy = mock_is_healthy,
     .destroy = mock_destroy,
     .replay_recovered = NULL,
+    .virtual_latency_us = 0.0,
+    .virtual_bandwidth_gbps = 0.0, /* mock_bandwidth_gb, set at create */
 };

@@ -2,7 +2,11 @@
  * worker.c -- the worker threads of an L2 adapter type (see worker.h).
  *
  * Owns: the threads, the three FIFOs of queued tasks, the deferred list
- * (sorted by due_ns), the stop flag and each worker's link state.
+ * (sorted by due_ns), the stop flag and each worker's link state. In
+ * manual mode, instead of the FIFOs and the deferred list: one list of
+ * every pending task by (due_ns, seq), queued (not run yet) and deferred
+ * (run; ran is set) alike, and the time the modelled bandwidth is busy
+ * until.
  *
  * Threads: `lock` guards everything above except `stopping` and `running`
  * (atomics, read without it). Up workers sleep on work_cond (a task, a
@@ -41,6 +45,8 @@ typedef struct worker_slot {
 struct lmc_l2_workers {
     lmc_l2_workers_config cfg; /* up_at_start not kept */
     bool links;
+    bool manual;            /* the base's runtime is manual: no threads */
+    const lmc_clock *clock; /* the base's clock: due times */
 
     pthread_mutex_t lock;
     pthread_cond_t work_cond;
@@ -56,6 +62,11 @@ struct lmc_l2_workers {
     size_t live;    /* links up */
     uint64_t epoch; /* bumped whenever a link goes down */
     uint64_t failed_no_link;
+
+    /* Manual mode, under lock. */
+    lmc_l2_task *due, *due_tail; /* every pending task, by (due_ns, seq) */
+    uint64_t seq;
+    uint64_t busy_until_ns; /* the modelled bandwidth is taken until then */
 
     atomic_bool stopping;
     atomic_size_t running; /* threads inside their loop */
@@ -115,6 +126,87 @@ static lmc_l2_task *deferred_pop(lmc_l2_workers *w)
         w->n_deferred--;
     }
     return t;
+}
+
+/* Manual mode: insert t in the due list by (due_ns, seq). Usually at the tail. */
+static void due_insert(lmc_l2_workers *w, lmc_l2_task *t)
+{
+    t->seq = w->seq++;
+    t->next = NULL;
+    if (w->due_tail == NULL || w->due_tail->due_ns <= t->due_ns) {
+        if (w->due_tail != NULL)
+            w->due_tail->next = t;
+        else
+            w->due = t;
+        w->due_tail = t;
+        return;
+    }
+    lmc_l2_task **pp = &w->due;
+    while ((*pp)->due_ns <= t->due_ns)
+        pp = &(*pp)->next;
+    t->next = *pp;
+    *pp = t;
+}
+
+static lmc_l2_task *due_pop(lmc_l2_workers *w)
+{
+    lmc_l2_task *t = w->due;
+    w->due = t->next;
+    if (w->due == NULL)
+        w->due_tail = NULL;
+    t->next = NULL;
+    if (t->ran)
+        w->n_deferred--;
+    else
+        w->queued--;
+    return t;
+}
+
+/* Manual mode: every task not run yet, out of the due list, in due order. */
+static lmc_l2_task *due_take_queued(lmc_l2_workers *w)
+{
+    lmc_l2_task *head = NULL, **tail = &head;
+    lmc_l2_task *keep = NULL, **ktail = &keep, *last = NULL;
+    for (lmc_l2_task *t = w->due, *next; t != NULL; t = next) {
+        next = t->next;
+        t->next = NULL;
+        if (t->ran) {
+            *ktail = t;
+            ktail = &t->next;
+            last = t;
+        } else {
+            *tail = t;
+            tail = &t->next;
+            w->queued--;
+        }
+    }
+    w->due = keep;
+    w->due_tail = last;
+    return head;
+}
+
+/*
+ * Manual mode: when a task submitted now completes under the model, and
+ * what it does to the bandwidth (see lmc_l2_virtual_model).
+ */
+static uint64_t model_due(lmc_l2_workers *w, lmc_l2_task_kind kind, const lmc_memory_obj *objs,
+                          size_t n)
+{
+    lmc_l2_virtual_model m = lmc_l2_adapter_virtual_model(w->cfg.base);
+    uint64_t now = lmc_clock_now_ns(w->clock);
+    uint64_t bytes = 0;
+    for (size_t i = 0; kind != LMC_L2_TASK_LOOKUP && objs != NULL && i < n; i++)
+        bytes += objs[i].size;
+    uint64_t end = now;
+    if (bytes > 0 && m.bytes_per_s > 0) {
+        uint64_t start = w->busy_until_ns > now ? w->busy_until_ns : now;
+        double xfer = (double)bytes / m.bytes_per_s * 1e9;
+        /* Clamped: a transfer that long ends after any replay anyway. */
+        uint64_t xfer_ns = xfer >= 1.8e19 ? UINT64_MAX / 4 : (uint64_t)xfer;
+        end = start + xfer_ns;
+        w->busy_until_ns = end;
+    }
+    return end + m.latency_ns;
 }
 
 static void fail_list(lmc_l2_workers *w, lmc_l2_task *t)
@@ -182,7 +274,7 @@ static void link_down(lmc_l2_workers *w, worker_slot *s, uint64_t retry_ns)
     pthread_cond_broadcast(&w->work_cond);
     if (w->live == 0) {
         /* The invariant: tasks are queued only while some link is up. */
-        lmc_l2_task *orphans = queue_take_all(w);
+        lmc_l2_task *orphans = w->manual ? due_take_queued(w) : queue_take_all(w);
         pthread_mutex_unlock(&w->lock);
         fail_list(w, orphans);
         pthread_mutex_lock(&w->lock);
@@ -258,6 +350,7 @@ static void *worker_main(void *arg)
 
     pthread_mutex_lock(&w->lock);
     while (!w->stop) {
+        /* Links are about a real connection (monotonic); due times are on the base's clock. */
         uint64_t now = lmc_mono_ns();
         uint64_t deadline = LMC_L2_NO_DEADLINE;
         if (w->links && link_due(w, s, now, &deadline)) {
@@ -279,7 +372,7 @@ static void *worker_main(void *arg)
                 link_down(w, s, 0); /* the type keeps its own reconnect schedule */
             continue;
         }
-        if (w->deferred != NULL && w->deferred->due_ns <= now) {
+        if (w->deferred != NULL && w->deferred->due_ns <= lmc_clock_now_ns(w->clock)) {
             t = deferred_pop(w);
             pthread_mutex_unlock(&w->lock);
             finish(w, t);
@@ -328,6 +421,9 @@ lmc_status lmc_l2_workers_start(const lmc_l2_workers_config *cfg, lmc_l2_workers
     w->cfg = *cfg;
     w->cfg.up_at_start = NULL;
     w->links = cfg->hooks.link != NULL;
+    const lmc_runtime *rt = lmc_l2_adapter_runtime(cfg->base);
+    w->manual = rt->manual;
+    w->clock = &rt->clock;
     w->slots = slots;
     w->wake_fd = -1;
     pthread_mutex_init(&w->lock, NULL);
@@ -338,7 +434,7 @@ lmc_status lmc_l2_workers_start(const lmc_l2_workers_config *cfg, lmc_l2_workers
     pthread_cond_init(&w->work_cond, &ca);
     pthread_cond_init(&w->retry_cond, &ca);
     pthread_condattr_destroy(&ca);
-    if (cfg->hooks.idle != NULL) {
+    if (cfg->hooks.idle != NULL && !w->manual) {
         w->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
         if (w->wake_fd < 0) {
             lmc_status st = lmc_error_set(err, LMC_ERR_IO, "eventfd: %s", strerror(errno));
@@ -359,6 +455,11 @@ lmc_status lmc_l2_workers_start(const lmc_l2_workers_config *cfg, lmc_l2_workers
     unsigned instance = atomic_fetch_add(cfg->instances, 1);
     /* Published before the threads exist, so a hook may reach the helper through the type. */
     *out = w;
+    if (w->manual) {
+        /* The owner runs the tasks through the base (lmc_l2_adapter_run_next). */
+        lmc_l2_adapter_bind_workers(cfg->base, w);
+        return LMC_OK;
+    }
     for (size_t i = 0; i < cfg->threads; i++) {
         atomic_fetch_add(&w->running, 1);
         int e = pthread_create(&slots[i].thread, NULL, worker_main, &slots[i]);
@@ -406,11 +507,17 @@ void lmc_l2_workers_destroy(lmc_l2_workers *w)
     if (w == NULL)
         return;
     lmc_l2_workers_stop(w);
+    if (w->manual)
+        lmc_l2_adapter_unbind_workers(w->cfg.base, w);
     /* The threads are gone, so nothing else touches the lists. */
     lmc_l2_task *t;
     while ((t = deferred_pop(w)) != NULL)
         finish(w, t);
     fail_list(w, queue_take_all(w));
+    /* Manual mode: what ran keeps its result (its delay is cut short); what did not fails. */
+    fail_list(w, due_take_queued(w));
+    while (w->due != NULL)
+        finish(w, due_pop(w));
     free_workers(w);
 }
 
@@ -429,7 +536,11 @@ lmc_status lmc_l2_workers_enqueue(lmc_l2_workers *w, lmc_l2_task_kind kind, uint
     pthread_mutex_lock(&w->lock);
     bool stopped = w->stop;
     bool down = !stopped && w->links && w->live == 0;
-    if (!stopped && !down) {
+    if (!stopped && !down && w->manual) {
+        t->due_ns = model_due(w, kind, objs, n);
+        due_insert(w, t);
+        w->queued++;
+    } else if (!stopped && !down) {
         queue_push(w, t);
         wake_one(w);
     } else if (down) {
@@ -449,6 +560,13 @@ void lmc_l2_workers_defer(lmc_l2_workers *w, lmc_l2_task *t, uint64_t due_ns)
 {
     t->due_ns = due_ns;
     pthread_mutex_lock(&w->lock);
+    if (w->manual) {
+        t->ran = true;
+        due_insert(w, t);
+        w->n_deferred++;
+        pthread_mutex_unlock(&w->lock);
+        return;
+    }
     lmc_l2_task **pp = &w->deferred;
     while (*pp != NULL && (*pp)->due_ns <= due_ns)
         pp = &(*pp)->next;
@@ -482,6 +600,98 @@ lmc_l2_workers_stats lmc_l2_workers_get_stats(lmc_l2_workers *w)
         .failed_no_link = w->failed_no_link,
     };
     pthread_mutex_unlock(&w->lock);
-    st.alive = atomic_load(&w->running) == w->cfg.threads;
+    /* Manual mode has no thread that could have died. */
+    st.alive = w->manual || atomic_load(&w->running) == w->cfg.threads;
     return st;
+}
+
+/* ------------------------------------------------------------------ */
+/* Manual mode: the owner delivers the tasks                            */
+/* ------------------------------------------------------------------ */
+
+bool lmc_l2_workers_manual(const lmc_l2_workers *w)
+{
+    return w->manual;
+}
+
+uint64_t lmc_l2_workers_next_due(lmc_l2_workers *w)
+{
+    if (!w->manual)
+        return UINT64_MAX;
+    uint64_t due = UINT64_MAX;
+    if (w->cfg.hooks.next_event != NULL)
+        due = w->cfg.hooks.next_event(w->cfg.ud);
+    pthread_mutex_lock(&w->lock);
+    if (w->due != NULL && w->due->due_ns < due)
+        due = w->due->due_ns;
+    pthread_mutex_unlock(&w->lock);
+    return due;
+}
+
+/*
+ * The worker to run a task on: the first whose link is up, after checking
+ * the ones told to (another link went down) and retrying the down ones
+ * whose time has come. NULL when none is up. Caller holds w->lock.
+ */
+static worker_slot *manual_slot(lmc_l2_workers *w)
+{
+    if (!w->links)
+        return &w->slots[0];
+    for (size_t i = 0; i < w->cfg.threads; i++) {
+        worker_slot *s = &w->slots[i];
+        if ((s->up && s->epoch != w->epoch) || (!s->up && lmc_mono_ns() >= s->retry_ns))
+            call_link(w, s);
+        if (s->up)
+            return s;
+    }
+    return NULL;
+}
+
+/* Run one queued task inline, as a worker thread would. Caller holds w->lock; it is released. */
+static void manual_run(lmc_l2_workers *w, lmc_l2_task *t)
+{
+    worker_slot *s = manual_slot(w);
+    if (s == NULL) {
+        /* No connection: the task fails, as it would at submit with every link down. */
+        w->failed_no_link++;
+        pthread_mutex_unlock(&w->lock);
+        lmc_l2_task_fail(w->cfg.base, t);
+        return;
+    }
+    pthread_mutex_unlock(&w->lock);
+    bool ok = w->cfg.hooks.run[t->kind](w->cfg.ud, s->index, t);
+    if (!w->links)
+        return;
+    pthread_mutex_lock(&w->lock);
+    if (ok)
+        s->active_ns = lmc_mono_ns();
+    else
+        link_down(w, s, 0); /* the type keeps its own reconnect schedule */
+    pthread_mutex_unlock(&w->lock);
+}
+
+bool lmc_l2_workers_run_next(lmc_l2_workers *w, uint64_t now_ns)
+{
+    if (!w->manual || atomic_load(&w->stopping))
+        return false;
+    uint64_t type_due =
+        w->cfg.hooks.next_event != NULL ? w->cfg.hooks.next_event(w->cfg.ud) : UINT64_MAX;
+    pthread_mutex_lock(&w->lock);
+    lmc_l2_task *t = NULL;
+    if (w->due != NULL && w->due->due_ns <= now_ns && w->due->due_ns <= type_due)
+        t = due_pop(w);
+    if (t == NULL) {
+        pthread_mutex_unlock(&w->lock);
+        if (type_due > now_ns || w->cfg.hooks.run_event == NULL)
+            return false;
+        w->cfg.hooks.run_event(w->cfg.ud, now_ns);
+        return true;
+    }
+    if (!t->ran) {
+        manual_run(w, t);
+        return true;
+    }
+    pthread_mutex_unlock(&w->lock);
+    finish(w, t);
+    return true;
 }

@@ -38,10 +38,25 @@
  * is gone: the others find out at once instead of on their next task).
  * When the last link goes down, every queued task fails.
  *
+ * Manual mode (the base adapter's runtime is manual, core/runtime.h): no
+ * thread is started. enqueue gives each task its modelled completion time
+ * (lmc_l2_virtual_model: latency plus bytes / bandwidth, the bandwidth
+ * shared in order of submission) and keeps it in one list ordered by (due
+ * time, submission sequence), with the deferred tasks. The owner delivers
+ * them through lmc_l2_workers_run_next (the base's lmc_l2_adapter_run_next):
+ * a task's run hook runs then, inline, on the first worker whose link is up
+ * (a link is checked before a task when another went down, and a down one
+ * retried when its retry time has come); a deferred task is finished. The
+ * type's own events (what idle waits for with threads) come from the
+ * next_event and run_event hooks. The same run, finish and link hooks run
+ * in both modes. Link retry and idle-check times are about a real
+ * connection, so they stay on the monotonic clock in both modes.
+ *
  * Threads: the lmc_l2_workers_* functions are thread-safe; one mutex guards
  * the queue, the deferred list, the stop flag and the link states. Worker
  * threads block SIGPIPE for their life (a write to a socket whose peer is
- * gone must fail the task, not kill the process).
+ * gone must fail the task, not kill the process). In manual mode,
+ * lmc_l2_workers_run_next runs on the owner's thread (one at a time).
  */
 #ifndef LMC_L2_WORKER_H
 #define LMC_L2_WORKER_H
@@ -82,6 +97,14 @@ typedef struct lmc_l2_worker_hooks {
      * wake_fd. Returning false ends the worker (a fatal error, logged).
      */
     bool (*idle)(void *ud, size_t index, int wake_fd, uint64_t deadline_ns);
+    /*
+     * Manual mode, for a type with events of its own (idle's counterpart):
+     * next_event is the earliest time one is due (LMC_L2_NO_DEADLINE:
+     * none); run_event handles the earliest one due at or before now_ns.
+     * Optional.
+     */
+    uint64_t (*next_event)(void *ud);
+    void (*run_event)(void *ud, uint64_t now_ns);
 } lmc_l2_worker_hooks;
 
 typedef struct lmc_l2_workers_config {
@@ -116,9 +139,9 @@ lmc_status lmc_l2_workers_enqueue(lmc_l2_workers *w, lmc_l2_task_kind kind, uint
                                   const lmc_object_key *keys, const lmc_memory_obj *objs, size_t n);
 
 /*
- * From a run or idle hook (a worker thread): t has been done, but its
- * completion waits until due_ns (CLOCK_MONOTONIC); then the finish hook
- * reports it. The helper owns t from here.
+ * From a run or idle hook (a worker thread), or run_event: t has been done,
+ * but its completion waits until due_ns (the base adapter's clock); then
+ * the finish hook reports it. The helper owns t from here.
  */
 void lmc_l2_workers_defer(lmc_l2_workers *w, lmc_l2_task *t, uint64_t due_ns);
 
@@ -133,6 +156,19 @@ void lmc_l2_workers_check_links(lmc_l2_workers *w);
 
 /* True from the start of lmc_l2_workers_stop: a long task may give up between its keys. */
 bool lmc_l2_workers_stopping(const lmc_l2_workers *w);
+
+/* Manual mode: no threads; the owner delivers the tasks (see the top of this file). */
+bool lmc_l2_workers_manual(const lmc_l2_workers *w);
+
+/* Manual mode: the earliest due time of a task or a type event, or UINT64_MAX. */
+uint64_t lmc_l2_workers_next_due(lmc_l2_workers *w);
+
+/*
+ * Manual mode: deliver the earliest task or type event due at or before
+ * now_ns (a queued task before a type event due at the same time). Returns
+ * whether one was delivered; false with threads.
+ */
+bool lmc_l2_workers_run_next(lmc_l2_workers *w, uint64_t now_ns);
 
 typedef struct lmc_l2_workers_stats {
     size_t queued;           /* submitted, not yet taken by a worker */

@@ -3,8 +3,11 @@
  * eviction_controller.h; spec/storage-manager.md sections 7.3 and 7.4).
  *
  * Owns: one thread per controller ("l1-evict", "l2-evict") that sleeps on a
- * condition variable for period_ms (so destroy wakes it at once) and then
- * runs one pass. The L2 controller also owns one eviction policy per
+ * condition variable for the period (so destroy wakes it at once) and then
+ * runs one pass. In manual mode (core/runtime.h) there is no thread: the
+ * next pass is due at a time on the controller's clock (start + k periods)
+ * and the owner runs it (lmc_*_eviction_controller_tick); the pass is the
+ * same function. The L2 controller also owns one eviction policy per
  * adapter, fed by an adapter listener; the L1 controller owns the set of
  * cache_salts it has seen when the policy isolates salts.
  *
@@ -173,13 +176,17 @@ typedef struct periodic {
     pthread_mutex_t mu;
     pthread_cond_t cv; /* signalled by stop; uses CLOCK_MONOTONIC */
     bool stop;         /* guarded by mu */
-    uint32_t period_ms;
+    uint64_t period_ns;
     const char *name;
     void (*pass)(void *arg);
     void *arg;
     pthread_t thread;
     bool started;
     atomic_bool alive;
+    /* Manual mode: no thread; the owner runs the pass due at next_ns (owner's thread only). */
+    bool manual;
+    lmc_clock clock;
+    uint64_t next_ns;
 } periodic;
 
 static void *periodic_main(void *p_)
@@ -190,12 +197,9 @@ static void *periodic_main(void *p_)
     while (!p->stop) {
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += p->period_ms / 1000;
-        deadline.tv_nsec += (long)(p->period_ms % 1000) * 1000000L;
-        if (deadline.tv_nsec >= 1000000000L) {
-            deadline.tv_sec++;
-            deadline.tv_nsec -= 1000000000L;
-        }
+        uint64_t ns = (uint64_t)deadline.tv_nsec + p->period_ns;
+        deadline.tv_sec += (time_t)(ns / 1000000000u);
+        deadline.tv_nsec = (long)(ns % 1000000000u);
         /* Sleep the whole period unless stopped; spurious wake-ups keep waiting. */
         while (!p->stop && pthread_cond_timedwait(&p->cv, &p->mu, &deadline) != ETIMEDOUT)
             ;
@@ -210,9 +214,17 @@ static void *periodic_main(void *p_)
     return NULL;
 }
 
-static void periodic_init(periodic *p, const char *name, uint32_t period_ms,
+/*
+ * The shortest period a thread keeps: waking more often than every
+ * millisecond only burns a core (a replay at a tiny --time-scale asks for
+ * it). Manual mode keeps any period, since a pass costs no wake-up there.
+ */
+#define MIN_THREAD_PERIOD_NS 1000000u
+
+static void periodic_init(periodic *p, const char *name, uint64_t period_ns, const lmc_runtime *rt,
                           void (*pass)(void *arg), void *arg)
 {
+    lmc_runtime r = lmc_runtime_resolve(rt);
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
@@ -220,16 +232,26 @@ static void periodic_init(periodic *p, const char *name, uint32_t period_ms,
     pthread_cond_init(&p->cv, &attr);
     pthread_condattr_destroy(&attr);
     p->stop = false;
-    p->period_ms = period_ms ? period_ms : 1;
+    p->manual = r.manual;
+    p->clock = r.clock;
+    if (period_ns == 0 || (!p->manual && period_ns < MIN_THREAD_PERIOD_NS))
+        period_ns = p->manual ? 1 : MIN_THREAD_PERIOD_NS;
+    p->period_ns = period_ns;
     p->name = name;
     p->pass = pass;
     p->arg = arg;
     p->started = false;
+    p->next_ns = UINT64_MAX;
     atomic_init(&p->alive, false);
 }
 
 static lmc_status periodic_start(periodic *p, lmc_error *err)
 {
+    if (p->manual) {
+        uint64_t now = lmc_clock_now_ns(&p->clock);
+        p->next_ns = now > UINT64_MAX - p->period_ns ? UINT64_MAX : now + p->period_ns;
+        return LMC_OK;
+    }
     atomic_store(&p->alive, true);
     int rc = pthread_create(&p->thread, NULL, periodic_main, p);
     if (rc != 0) {
@@ -244,6 +266,7 @@ static lmc_status periodic_start(periodic *p, lmc_error *err)
 /* Wake and join the thread (if running). Idempotent; owner thread only. */
 static void periodic_stop(periodic *p)
 {
+    p->next_ns = UINT64_MAX; /* manual mode: no pass after a stop either */
     if (!p->started)
         return;
     pthread_mutex_lock(&p->mu);
@@ -260,6 +283,22 @@ static void periodic_fini(periodic *p)
     periodic_stop(p);
     pthread_cond_destroy(&p->cv);
     pthread_mutex_destroy(&p->mu);
+}
+
+/* Manual mode: run the pass if it is due at now_ns and schedule the next one period later. */
+static bool periodic_tick(periodic *p, uint64_t now_ns)
+{
+    if (!p->manual || p->next_ns > now_ns)
+        return false;
+    p->next_ns = p->next_ns > UINT64_MAX - p->period_ns ? UINT64_MAX : p->next_ns + p->period_ns;
+    p->pass(p->arg);
+    return true;
+}
+
+/* Healthy: the thread runs, or there is none to run (manual mode). */
+static bool periodic_healthy(periodic *p)
+{
+    return p->manual || atomic_load(&p->alive);
 }
 
 static lmc_status check_fraction(const char *what, const char *name, double v, lmc_error *err)
@@ -381,6 +420,15 @@ lmc_status lmc_l1_eviction_controller_create(lmc_l1_manager *l1, lmc_eviction_po
                                              uint32_t period_ms, lmc_l1_eviction_controller **out,
                                              lmc_error *err)
 {
+    return lmc_l1_eviction_controller_create_ex(l1, policy, trigger_watermark, eviction_ratio,
+                                                (uint64_t)period_ms * 1000000u, NULL, out, err);
+}
+
+lmc_status lmc_l1_eviction_controller_create_ex(lmc_l1_manager *l1, lmc_eviction_policy *policy,
+                                                double trigger_watermark, double eviction_ratio,
+                                                uint64_t period_ns, const lmc_runtime *rt,
+                                                lmc_l1_eviction_controller **out, lmc_error *err)
+{
     *out = NULL;
     lmc_status st = check_fraction("L1 eviction", "trigger_watermark", trigger_watermark, err);
     if (st == LMC_OK)
@@ -397,7 +445,7 @@ lmc_status lmc_l1_eviction_controller_create(lmc_l1_manager *l1, lmc_eviction_po
     c->isolated = lmc_eviction_policy_supports_isolation(policy);
     atomic_init(&c->evicted_total, 0);
     salt_set_init(&c->salts);
-    periodic_init(&c->loop, "l1-evict", period_ms, l1_pass, c);
+    periodic_init(&c->loop, "l1-evict", period_ns, rt, l1_pass, c);
 
     bool listening = false;
     if (c->isolated) {
@@ -417,9 +465,9 @@ lmc_status lmc_l1_eviction_controller_create(lmc_l1_manager *l1, lmc_eviction_po
     }
     LMC_INFO(LOG_COMP,
              "L1 eviction controller started: policy %s, watermark %.3f, ratio %.3f, "
-             "period %u ms",
+             "period %g ms%s",
              lmc_eviction_policy_name(policy), trigger_watermark, eviction_ratio,
-             c->loop.period_ms);
+             (double)c->loop.period_ns / 1e6, c->loop.manual ? " (virtual time)" : "");
     *out = c;
     return LMC_OK;
 
@@ -439,6 +487,21 @@ void lmc_l1_eviction_controller_destroy(lmc_l1_eviction_controller *c)
     free(c);
 }
 
+uint64_t lmc_l1_eviction_controller_evicted(lmc_l1_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
+}
+
+uint64_t lmc_l1_eviction_controller_next_event_ns(const lmc_l1_eviction_controller *c)
+{
+    return c->loop.manual ? c->loop.next_ns : UINT64_MAX;
+}
+
+bool lmc_l1_eviction_controller_tick(lmc_l1_eviction_controller *c, uint64_t now_ns)
+{
+    return periodic_tick(&c->loop, now_ns);
+}
+
 lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c)
 {
     bool alive = atomic_load(&c->loop.alive);
@@ -446,7 +509,7 @@ lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c
     if (j == NULL)
         return NULL;
     lmc_status st = LMC_OK;
-    st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(alive));
+    st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(periodic_healthy(&c->loop)));
     st |= lmc_json_object_set(j, "thread_alive", lmc_json_bool(alive));
     st |= lmc_json_object_set(j, "eviction_policy",
                               lmc_json_string(lmc_eviction_policy_name(c->policy)));
@@ -670,6 +733,14 @@ lmc_status lmc_l2_eviction_controller_create(lmc_l2_adapter *const *adapters, si
                                              uint32_t period_ms, lmc_l2_eviction_controller **out,
                                              lmc_error *err)
 {
+    return lmc_l2_eviction_controller_create_ex(adapters, n_adapters,
+                                                (uint64_t)period_ms * 1000000u, NULL, out, err);
+}
+
+lmc_status lmc_l2_eviction_controller_create_ex(lmc_l2_adapter *const *adapters, size_t n_adapters,
+                                                uint64_t period_ns, const lmc_runtime *rt,
+                                                lmc_l2_eviction_controller **out, lmc_error *err)
+{
     *out = NULL;
     lmc_l2_eviction_controller *c = calloc(1, sizeof(*c));
     if (c == NULL)
@@ -677,7 +748,7 @@ lmc_status lmc_l2_eviction_controller_create(lmc_l2_adapter *const *adapters, si
     lmc_status st = LMC_OK;
     c->n_adapters = n_adapters;
     atomic_init(&c->evicted_total, 0);
-    periodic_init(&c->loop, "l2-evict", period_ms, l2_pass, c);
+    periodic_init(&c->loop, "l2-evict", period_ns, rt, l2_pass, c);
     if (n_adapters > 0 && (c->states = calloc(n_adapters, sizeof(*c->states))) == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "L2 eviction controller: out of memory");
         goto fail;
@@ -725,6 +796,22 @@ void lmc_l2_eviction_controller_destroy(lmc_l2_eviction_controller *c)
     free(c);
 }
 
+uint64_t lmc_l2_eviction_controller_evicted(lmc_l2_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
+}
+
+uint64_t lmc_l2_eviction_controller_next_event_ns(const lmc_l2_eviction_controller *c)
+{
+    /* With no adapter to evict from, a pass does nothing: no event. */
+    return c->loop.manual && c->n_states > 0 ? c->loop.next_ns : UINT64_MAX;
+}
+
+bool lmc_l2_eviction_controller_tick(lmc_l2_eviction_controller *c, uint64_t now_ns)
+{
+    return c->n_states > 0 && periodic_tick(&c->loop, now_ns);
+}
+
 lmc_json *lmc_l2_eviction_controller_report_status(lmc_l2_eviction_controller *c)
 {
     bool alive = atomic_load(&c->loop.alive);
@@ -752,7 +839,7 @@ lmc_json *lmc_l2_eviction_controller_report_status(lmc_l2_eviction_controller *c
         st |= lmc_json_array_append(arr, o);
     }
     if (j != NULL) {
-        st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(alive));
+        st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(periodic_healthy(&c->loop)));
         st |= lmc_json_object_set(j, "thread_alive", lmc_json_bool(alive));
         st |= lmc_json_object_set(j, "num_l2_adapters", lmc_json_int((int64_t)c->n_adapters));
         st |= lmc_json_object_set(j, "evicted_keys_total",

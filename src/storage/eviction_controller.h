@@ -23,7 +23,14 @@
  * allowlist: everything stored is evicted on the next pass (warned at
  * create). Such an adapter needs no capacity.
  *
- * Threads: create/destroy from the owner; the loops on their own threads.
+ * Manual mode (core/runtime.h, the _ex creators): no thread. The first
+ * pass is due one period after create on the runtime's clock, and each one
+ * after that a period later; the owner runs them with _tick (one pass per
+ * call) when its clock reaches _next_event_ns. A thread keeps a period of
+ * at least 1 ms; manual mode keeps any period.
+ *
+ * Threads: create/destroy from the owner; the loops on their own threads
+ * (manual mode: _tick on the owner's thread).
  */
 #ifndef LMC_STORAGE_EVICTION_CONTROLLER_H
 #define LMC_STORAGE_EVICTION_CONTROLLER_H
@@ -33,6 +40,7 @@
 #include <stdint.h>
 
 #include "core/json.h"
+#include "core/runtime.h"
 #include "l2/adapter.h"
 #include "lmcache/status.h"
 #include "storage/eviction.h"
@@ -52,7 +60,16 @@ lmc_status lmc_l1_eviction_controller_create(lmc_l1_manager *l1, lmc_eviction_po
                                              double trigger_watermark, double eviction_ratio,
                                              uint32_t period_ms, lmc_l1_eviction_controller **out,
                                              lmc_error *err);
+/* The same with a period in ns and a runtime (NULL: threads, monotonic clock). */
+lmc_status lmc_l1_eviction_controller_create_ex(lmc_l1_manager *l1, lmc_eviction_policy *policy,
+                                                double trigger_watermark, double eviction_ratio,
+                                                uint64_t period_ns, const lmc_runtime *rt,
+                                                lmc_l1_eviction_controller **out, lmc_error *err);
 void lmc_l1_eviction_controller_destroy(lmc_l1_eviction_controller *c);
+/* Manual mode: when the next pass is due (UINT64_MAX with a thread, or after destroy began). */
+uint64_t lmc_l1_eviction_controller_next_event_ns(const lmc_l1_eviction_controller *c);
+/* Manual mode: run the pass due at or before now_ns, if any; true when one ran. */
+bool lmc_l1_eviction_controller_tick(lmc_l1_eviction_controller *c, uint64_t now_ns);
 /* One pass now, on the caller's thread (for tests): returns keys deleted. */
 size_t lmc_l1_eviction_controller_run_once(lmc_l1_eviction_controller *c);
 /*
@@ -60,6 +77,8 @@ size_t lmc_l1_eviction_controller_run_once(lmc_l1_eviction_controller *c);
  *  evicted_keys_total}
  */
 lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c);
+/* Keys evicted since create (evicted_keys_total). Any thread. */
+uint64_t lmc_l1_eviction_controller_evicted(lmc_l1_eviction_controller *c);
 
 /*
  * One state per adapter whose config has "eviction": its own policy, fed by
@@ -70,6 +89,14 @@ lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c
 lmc_status lmc_l2_eviction_controller_create(lmc_l2_adapter *const *adapters, size_t n_adapters,
                                              uint32_t period_ms, lmc_l2_eviction_controller **out,
                                              lmc_error *err);
+/* The same with a period in ns and a runtime (NULL: threads, monotonic clock). */
+lmc_status lmc_l2_eviction_controller_create_ex(lmc_l2_adapter *const *adapters, size_t n_adapters,
+                                                uint64_t period_ns, const lmc_runtime *rt,
+                                                lmc_l2_eviction_controller **out, lmc_error *err);
+/* Manual mode: when the next pass is due; UINT64_MAX with a thread or no adapter to evict. */
+uint64_t lmc_l2_eviction_controller_next_event_ns(const lmc_l2_eviction_controller *c);
+/* Manual mode: run the pass due at or before now_ns, if any; true when one ran. */
+bool lmc_l2_eviction_controller_tick(lmc_l2_eviction_controller *c, uint64_t now_ns);
 /*
  * Stop the thread (idempotent). The adapters keep the controller's
  * listeners until they are destroyed and may call them from their worker
@@ -88,5 +115,7 @@ size_t lmc_l2_eviction_controller_run_once(lmc_l2_eviction_controller *c);
  *  evicted_keys_total}]} -- one entry per adapter with eviction on.
  */
 lmc_json *lmc_l2_eviction_controller_report_status(lmc_l2_eviction_controller *c);
+/* Keys evicted from every adapter since create (evicted_keys_total). Any thread. */
+uint64_t lmc_l2_eviction_controller_evicted(lmc_l2_eviction_controller *c);
 
 #endif

@@ -149,7 +149,7 @@ lmc_status lmc_l1_manager_create(const lmc_l1_manager_config *cfg, lmc_l1_manage
     pthread_mutex_init(&l1->mu, NULL);
     lmc_pool_init(&l1->objects, sizeof(l1_object), 1024);
     l1->base = lmc_l1_memory_base(l1->mem);
-    l1->clock = cfg->clock.now_ms ? cfg->clock : lmc_clock_monotonic();
+    l1->clock = cfg->clock.now_ns ? cfg->clock : lmc_clock_monotonic();
     l1->write_ttl_s = cfg->write_ttl_seconds;
     l1->read_ttl_s = cfg->read_ttl_seconds;
     *out = l1;
@@ -653,6 +653,25 @@ uint64_t lmc_l1_read_lock_count(lmc_l1_manager *l1, const lmc_object_key *key)
     uint64_t c = o ? lmc_ttl_lock_count(&o->read_lock, now_ms(l1)) : 0;
     pthread_mutex_unlock(&l1->mu);
     return c;
+}
+
+void lmc_l1_key_states(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                       lmc_l1_key_state *out)
+{
+    pthread_mutex_lock(&l1->mu);
+    uint64_t now = now_ms(l1);
+    for (size_t i = 0; i < n; i++) {
+        const l1_object *o = lookup(l1, &keys[i]);
+        if (o == NULL)
+            out[i] = LMC_L1_STATE_ABSENT;
+        else if (!is_readable(o, now))
+            out[i] = LMC_L1_STATE_WRITING;
+        else if (lmc_ttl_lock_is_locked(&o->read_lock, now))
+            out[i] = LMC_L1_STATE_READ_LOCKED;
+        else
+            out[i] = LMC_L1_STATE_READY;
+    }
+    pthread_mutex_unlock(&l1->mu);
 }
 
 bool lmc_l1_contains(lmc_l1_manager *l1, const lmc_object_key *key)

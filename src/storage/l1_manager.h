@@ -61,7 +61,7 @@ typedef struct lmc_l1_manager_config {
     lmc_l1_memory_config memory;
     uint64_t write_ttl_seconds; /* default 600 */
     uint64_t read_ttl_seconds;  /* default 300 */
-    lmc_clock clock;            /* now_ms == NULL: the monotonic clock */
+    lmc_clock clock;            /* now_ns == NULL: the monotonic clock */
 } lmc_l1_manager_config;
 
 lmc_status lmc_l1_manager_create(const lmc_l1_manager_config *cfg, lmc_l1_manager **out,
@@ -142,6 +142,9 @@ bool lmc_l1_is_evictable_locked(lmc_l1_manager *l1, const lmc_object_key *key);
 
 /* Read-lock count as seen now (0 when absent or expired); for tests and status. */
 uint64_t lmc_l1_read_lock_count(lmc_l1_manager *l1, const lmc_object_key *key);
+/* Each key's state now (one mutex hold for the batch), for diagnostics. */
+void lmc_l1_key_states(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                       lmc_l1_key_state *out);
 /* True when the key exists (in any state). */
 bool lmc_l1_contains(lmc_l1_manager *l1, const lmc_object_key *key);
 

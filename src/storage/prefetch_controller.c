@@ -24,6 +24,12 @@
  * Every L2 lock a lookup takes is released exactly once: in unlock phase 1
  * (found but not planned), in phase 2 (planned, after the load), when
  * nothing was loadable, or at shutdown.
+ *
+ * The work is one step (iterate: take the submissions, advance every
+ * request in flight, start pending ones). The thread runs it after each
+ * poll; in manual mode there is no thread, the owner calls
+ * lmc_prefetch_controller_step, submit does not signal the eventfd, and
+ * destroy does not wait for answers (no time passes while it would wait).
  */
 #include "storage/prefetch_controller.h"
 
@@ -95,6 +101,7 @@ struct lmc_prefetch_controller {
     lmc_l2_adapter **adapters;
     size_t n_adapters;
     pf_policy policy;
+    bool manual; /* no thread: the owner calls lmc_prefetch_controller_step */
     uint32_t max_in_flight;
     uint32_t shutdown_wait_ms;
     int submit_fd;
@@ -104,6 +111,8 @@ struct lmc_prefetch_controller {
     bool thread_started;
     atomic_bool stop;
     atomic_bool thread_alive;
+    /* Keys (and their bytes) that a load from some adapter filled. */
+    atomic_uint_fast64_t loaded_keys_total, loaded_bytes_total;
 
     pthread_mutex_t mu;
     /* --- guarded by mu --- */
@@ -451,10 +460,16 @@ static void collect(lmc_prefetch_controller *c, pf_request *r)
             lmc_bitmap_or_into(&s->found, &b);
         } else {
             size_t cnt = lmc_bitmap_indices(&s->plan, r->ibuf, r->n);
+            uint64_t keys = 0, bytes = 0;
             for (size_t j = 0; j < cnt && j < b.size; j++) {
-                if (lmc_bitmap_test(&b, j))
+                if (lmc_bitmap_test(&b, j)) {
                     lmc_bitmap_set(&r->loaded, r->ibuf[j]);
+                    keys++;
+                    bytes += r->objs[r->ibuf[j]].size;
+                }
             }
+            atomic_fetch_add(&c->loaded_keys_total, keys);
+            atomic_fetch_add(&c->loaded_bytes_total, bytes);
         }
         lmc_bitmap_free(&b);
     }
@@ -633,8 +648,10 @@ static void publish_counts(lmc_prefetch_controller *c)
     pthread_mutex_unlock(&c->mu);
 }
 
-static void iterate(lmc_prefetch_controller *c)
+/* The controller's work, whoever runs it. Returns whether any request moved. */
+static bool iterate(lmc_prefetch_controller *c)
 {
+    bool progress = false;
     /* 1. Submissions -> pending FIFO. */
     pthread_mutex_lock(&c->mu);
     pf_request *head = c->sub_head;
@@ -650,14 +667,19 @@ static void iterate(lmc_prefetch_controller *c)
             c->pend_head = head;
         c->pend_tail = tail;
         c->pend_len += len;
+        progress = true;
     }
 
     /* 2. Advance every in-flight request (cheap: a few lookups per adapter). */
     for (size_t i = 0; i < c->n_in_flight;) {
-        if (advance(c, c->in_flight[i]))
+        pf_phase before = c->in_flight[i]->phase;
+        if (advance(c, c->in_flight[i])) {
             c->in_flight[i] = c->in_flight[--c->n_in_flight];
-        else
+            progress = true;
+        } else {
+            progress |= c->in_flight[i]->phase != before;
             i++;
+        }
     }
 
     /* 3. Start pending requests while there is room. */
@@ -672,8 +694,11 @@ static void iterate(lmc_prefetch_controller *c)
         /* Lookups that failed to submit (or answered already) move on now. */
         if (!advance(c, r))
             c->in_flight[c->n_in_flight++] = r;
+        progress = true;
     }
-    publish_counts(c);
+    if (progress)
+        publish_counts(c);
+    return progress;
 }
 
 static void *thread_main(void *arg)
@@ -719,6 +744,15 @@ lmc_status lmc_prefetch_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *co
                                           uint32_t max_in_flight, lmc_prefetch_controller **out,
                                           lmc_error *err)
 {
+    return lmc_prefetch_controller_create_ex(l1, adapters, n_adapters, policy, max_in_flight, NULL,
+                                             out, err);
+}
+
+lmc_status lmc_prefetch_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter *const *adapters,
+                                             size_t n_adapters, const char *policy,
+                                             uint32_t max_in_flight, const lmc_runtime *rt,
+                                             lmc_prefetch_controller **out, lmc_error *err)
+{
     *out = NULL;
     pf_policy pol;
     lmc_status st = parse_policy(policy, &pol, err);
@@ -732,12 +766,15 @@ lmc_status lmc_prefetch_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *co
         return lmc_error_set(err, LMC_ERR_NOMEM, "prefetch controller: out of memory");
     c->l1 = l1;
     c->policy = pol;
+    c->manual = lmc_runtime_resolve(rt).manual;
     c->max_in_flight = max_in_flight;
-    c->shutdown_wait_ms = SHUTDOWN_WAIT_MS;
+    c->shutdown_wait_ms = c->manual ? 0 : SHUTDOWN_WAIT_MS;
     c->n_adapters = n_adapters;
     c->submit_fd = -1;
     atomic_init(&c->stop, false);
     atomic_init(&c->thread_alive, false);
+    atomic_init(&c->loaded_keys_total, 0);
+    atomic_init(&c->loaded_bytes_total, 0);
     pthread_mutex_init(&c->mu, NULL);
 
     c->n_buckets = 64;
@@ -769,6 +806,10 @@ lmc_status lmc_prefetch_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *co
         c->pfds[2 + 2 * a].events = POLLIN;
     }
 
+    if (c->manual) {
+        *out = c;
+        return LMC_OK;
+    }
     atomic_store(&c->thread_alive, true);
     int rc = pthread_create(&c->thread, NULL, thread_main, c);
     if (rc != 0) {
@@ -939,7 +980,7 @@ lmc_status lmc_prefetch_controller_submit(lmc_prefetch_controller *c, const lmc_
     *request_id = rec->id;
     pthread_mutex_unlock(&c->mu);
 
-    if (!immediate) {
+    if (!immediate && !c->manual) {
         uint64_t one = 1;
         ssize_t wr = write(c->submit_fd, &one, sizeof(one));
         (void)wr; /* EAGAIN: the counter is saturated, so the thread wakes anyway */
@@ -992,7 +1033,8 @@ lmc_json *lmc_prefetch_controller_report_status(lmc_prefetch_controller *c)
         return NULL;
     /* Setters take ownership even on failure, so one check at the end suffices. */
     bool bad = false;
-    bad |= lmc_json_object_set(o, "is_healthy", lmc_json_bool(alive)) != LMC_OK;
+    /* Manual mode has no thread to lose. */
+    bad |= lmc_json_object_set(o, "is_healthy", lmc_json_bool(alive || c->manual)) != LMC_OK;
     bad |= lmc_json_object_set(o, "thread_alive", lmc_json_bool(alive)) != LMC_OK;
     bad |= lmc_json_object_set(o, "max_in_flight", lmc_json_int(c->max_in_flight)) != LMC_OK;
     bad |= lmc_json_object_set(o, "submission_queue_size", lmc_json_int((int64_t)sub)) != LMC_OK;
@@ -1023,4 +1065,23 @@ size_t lmc_prefetch_controller_busy(lmc_prefetch_controller *c)
 void lmc_prefetch_controller_set_shutdown_wait_ms(lmc_prefetch_controller *c, uint32_t ms)
 {
     c->shutdown_wait_ms = ms;
+}
+
+void lmc_prefetch_controller_loaded(lmc_prefetch_controller *c, uint64_t *keys, uint64_t *bytes)
+{
+    *keys = atomic_load(&c->loaded_keys_total);
+    *bytes = atomic_load(&c->loaded_bytes_total);
+}
+
+bool lmc_prefetch_controller_step(lmc_prefetch_controller *c)
+{
+    return c->manual && iterate(c);
+}
+
+bool lmc_prefetch_controller_has_work(lmc_prefetch_controller *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool work = c->sub_len > 0;
+    pthread_mutex_unlock(&c->mu);
+    return work;
 }

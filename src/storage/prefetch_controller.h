@@ -11,8 +11,13 @@
  * Every L2 lock taken by a lookup is released exactly once: in phase 1, in
  * phase 2, when nothing was loadable, or at shutdown.
  *
+ * Manual mode (core/runtime.h, lmc_prefetch_controller_create_ex): no
+ * thread; the owner calls lmc_prefetch_controller_step, which does what one
+ * wake-up of the thread does, and destroy does not wait for answers.
+ *
  * Threads: submit/query/take are thread-safe (one mutex guards the queues
- * and result maps); everything else runs on the controller thread.
+ * and result maps); everything else runs on the controller thread (manual
+ * mode: on the owner's thread, one step at a time).
  */
 #ifndef LMC_STORAGE_PREFETCH_CONTROLLER_H
 #define LMC_STORAGE_PREFETCH_CONTROLLER_H
@@ -22,6 +27,7 @@
 #include <stdint.h>
 
 #include "core/json.h"
+#include "core/runtime.h"
 #include "l2/adapter.h"
 #include "lmcache/bitmap.h"
 #include "lmcache/status.h"
@@ -43,6 +49,21 @@ lmc_status lmc_prefetch_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *co
                                           size_t n_adapters, const char *policy,
                                           uint32_t max_in_flight, lmc_prefetch_controller **out,
                                           lmc_error *err);
+/* The same with a runtime (NULL: a thread, as lmc_prefetch_controller_create). */
+lmc_status lmc_prefetch_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter *const *adapters,
+                                             size_t n_adapters, const char *policy,
+                                             uint32_t max_in_flight, const lmc_runtime *rt,
+                                             lmc_prefetch_controller **out, lmc_error *err);
+
+/*
+ * Manual mode: take the submissions, advance every request whose L2 tasks
+ * have answered, start pending ones. Returns whether any request moved;
+ * always false with a thread.
+ */
+bool lmc_prefetch_controller_step(lmc_prefetch_controller *c);
+
+/* Submissions are waiting: a step would do something now, without any new event. */
+bool lmc_prefetch_controller_has_work(lmc_prefetch_controller *c);
 
 /*
  * Stop the thread. Call it before the adapters are destroyed: it waits (up
@@ -88,6 +109,9 @@ lmc_status lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64
  *  load_phase_count, completed_results_count, num_l2_adapters}
  */
 lmc_json *lmc_prefetch_controller_report_status(lmc_prefetch_controller *c);
+
+/* Keys and bytes L2 loads have filled into L1 since create. Any thread. */
+void lmc_prefetch_controller_loaded(lmc_prefetch_controller *c, uint64_t *keys, uint64_t *bytes);
 
 /* Requests submitted but not yet completed (for tests and drains). */
 size_t lmc_prefetch_controller_busy(lmc_prefetch_controller *c);

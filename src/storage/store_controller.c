@@ -14,6 +14,12 @@
  *  - The task lists are touched only by the controller thread (and by
  *    destroy, after the join), so they need no lock.
  *
+ * The work is one step (store_step: the queue, then the completions of
+ * every adapter with tasks in flight). The thread runs it after each wake-up
+ * (a finished write, a completion, or the 500 ms sweep); in manual mode
+ * there is no thread and the owner calls lmc_store_controller_step, and the
+ * listener does not signal the eventfd (nobody waits on it).
+ *
  * Store policies ("default", "skip_l1") both send every key to every
  * adapter; skip_l1 then deletes the keys from L1 after a successful store.
  */
@@ -63,6 +69,7 @@ struct lmc_store_controller {
     lmc_l2_adapter **adapters; /* borrowed adapters, our own array */
     size_t n_adapters;
     store_policy policy;
+    bool manual; /* no thread: the owner calls lmc_store_controller_step */
 
     int wake_fd;
     pthread_t thread;
@@ -79,6 +86,7 @@ struct lmc_store_controller {
     task_list *tasks; /* one per adapter; controller thread only */
 
     atomic_uint_fast64_t stored_keys_total;
+    atomic_uint_fast64_t stored_bytes_total; /* what the adapters report writing */
     atomic_uint_fast64_t failed_tasks_total;
 };
 
@@ -138,7 +146,8 @@ static void on_l1_event(void *ud, lmc_l1_event ev, const lmc_object_key *keys, s
     if (lmc_keyvec_append(&c->queue, keys, n) != LMC_OK)
         c->dropped_keys += n; /* logged by the thread; never log under the L1 mutex */
     pthread_mutex_unlock(&c->mu);
-    wake(c->wake_fd);
+    if (!c->manual)
+        wake(c->wake_fd);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -222,6 +231,7 @@ static void finalize_task(lmc_store_controller *c, size_t ai, store_task *t)
     release_read_locks(c, t->keys, t->n);
     if (lmc_l2_store_ok(t->result)) {
         atomic_fetch_add(&c->stored_keys_total, t->n);
+        atomic_fetch_add(&c->stored_bytes_total, (uint64_t)t->result);
         LMC_DEBUG(LOG_COMP, "L2 store task %llu on adapter %zu (%s): %zu keys, %lld bytes written",
                   (unsigned long long)t->id, ai, lmc_l2_adapter_type(c->adapters[ai]), t->n,
                   (long long)t->result);
@@ -367,10 +377,15 @@ out:
     return submitted;
 }
 
-static void handle_queue(lmc_store_controller *c)
+/* Store what the queue holds; false when it was empty (nothing done). */
+static bool handle_queue(lmc_store_controller *c)
 {
     lmc_keyvec batch = LMC_KEYVEC_INIT;
     pthread_mutex_lock(&c->mu);
+    if (c->queue.len == 0 && c->dropped_keys == 0) {
+        pthread_mutex_unlock(&c->mu);
+        return false;
+    }
     batch = c->queue;
     c->queue = (lmc_keyvec)LMC_KEYVEC_INIT;
     c->being_processed = batch.len;
@@ -391,13 +406,15 @@ static void handle_queue(lmc_store_controller *c)
     c->being_processed = 0;
     c->in_flight += submitted;
     pthread_mutex_unlock(&c->mu);
+    return true;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Completions                                                             */
 /* ---------------------------------------------------------------------- */
 
-static void handle_completions(lmc_store_controller *c, size_t ai)
+/* Finalize adapter ai's completed tasks; returns how many were. */
+static size_t handle_completions(lmc_store_controller *c, size_t ai)
 {
     lmc_l2_adapter *a = c->adapters[ai];
     task_list *tl = &c->tasks[ai];
@@ -405,7 +422,7 @@ static void handle_completions(lmc_store_controller *c, size_t ai)
     size_t nres = lmc_l2_adapter_pop_completed_stores(a, &res);
     if (nres == 0) {
         free(res);
-        return;
+        return 0;
     }
     for (size_t i = 0; i < nres; i++) {
         store_task *t = task_list_find(tl, res[i].task_id);
@@ -434,6 +451,23 @@ static void handle_completions(lmc_store_controller *c, size_t ai)
     pthread_mutex_lock(&c->mu);
     c->in_flight -= finalized;
     pthread_mutex_unlock(&c->mu);
+    return finalized;
+}
+
+/*
+ * The controller's work, whoever runs it: store the queued keys, then
+ * finalize the completed tasks of every adapter with tasks in flight (an
+ * adapter without a result costs one locked pop). Returns whether anything
+ * was done.
+ */
+static bool store_step(lmc_store_controller *c)
+{
+    bool progress = handle_queue(c);
+    for (size_t i = 0; i < c->n_adapters; i++) {
+        if (c->tasks[i].len > 0)
+            progress |= handle_completions(c, i) > 0;
+    }
+    return progress;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -477,29 +511,21 @@ static void *store_thread(void *arg)
         }
         if (atomic_load(&c->stop))
             break;
-        if (r == 0) {
-            /*
-             * Idle: sweep adapters with tasks in flight, in case a result
-             * stayed behind after its signal was consumed (a pop that could
-             * not allocate). Cheap: one locked pop per adapter per 500 ms.
-             */
-            for (size_t i = 0; i < c->n_adapters; i++) {
-                if (c->tasks[i].len > 0)
-                    handle_completions(c, i);
-            }
-            continue;
-        }
-        /* Drain before collecting, so a completion signalled meanwhile is not lost. */
-        if (fds[0].revents & POLLIN) {
-            drain_wake_fd(c->wake_fd);
-            handle_queue(c);
-        }
-        for (size_t i = 0; i < c->n_adapters; i++) {
-            if (fds[1 + i].revents & (POLLIN | POLLERR | POLLHUP)) {
-                lmc_l2_drain_fd(fds[1 + i].fd);
-                handle_completions(c, i);
+        /*
+         * Drain before the step, so a completion signalled meanwhile is not
+         * lost. After a timeout the step is the idle sweep, in case a result
+         * stayed behind after its signal was consumed (a pop that could not
+         * allocate).
+         */
+        for (size_t i = 0; r > 0 && i < nfds; i++) {
+            if (fds[i].revents & (POLLIN | POLLERR | POLLHUP)) {
+                if (i == 0)
+                    drain_wake_fd(c->wake_fd);
+                else
+                    lmc_l2_drain_fd(fds[i].fd);
             }
         }
+        store_step(c);
     }
     free(fds);
     atomic_store(&c->thread_alive, false);
@@ -514,6 +540,14 @@ lmc_status lmc_store_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *const
                                        size_t n_adapters, const char *policy,
                                        lmc_store_controller **out, lmc_error *err)
 {
+    return lmc_store_controller_create_ex(l1, adapters, n_adapters, policy, NULL, out, err);
+}
+
+lmc_status lmc_store_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter *const *adapters,
+                                          size_t n_adapters, const char *policy,
+                                          const lmc_runtime *rt, lmc_store_controller **out,
+                                          lmc_error *err)
+{
     *out = NULL;
     store_policy p = STORE_POLICY_DEFAULT;
     lmc_status st = parse_policy(policy, &p, err);
@@ -524,12 +558,14 @@ lmc_status lmc_store_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *const
         return lmc_error_set(err, LMC_ERR_NOMEM, "store controller: out of memory");
     c->l1 = l1;
     c->policy = p;
+    c->manual = lmc_runtime_resolve(rt).manual;
     c->wake_fd = -1;
     c->queue = (lmc_keyvec)LMC_KEYVEC_INIT;
     pthread_mutex_init(&c->mu, NULL);
     atomic_init(&c->thread_alive, false);
     atomic_init(&c->stop, false);
     atomic_init(&c->stored_keys_total, 0);
+    atomic_init(&c->stored_bytes_total, 0);
     atomic_init(&c->failed_tasks_total, 0);
     if (n_adapters > 0) {
         c->adapters = malloc(n_adapters * sizeof(*c->adapters));
@@ -562,6 +598,12 @@ lmc_status lmc_store_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *const
             goto fail;
         }
         listening = true;
+    }
+    if (c->manual) {
+        LMC_INFO(LOG_COMP, "store controller ready (virtual time): policy %s, %zu L2 adapter(s)",
+                 lmc_store_policy_names[p], n_adapters);
+        *out = c;
+        return LMC_OK;
     }
     atomic_store(&c->thread_alive, true);
     int rc = pthread_create(&c->thread, NULL, store_thread, c);
@@ -653,7 +695,8 @@ lmc_json *lmc_store_controller_report_status(lmc_store_controller *c)
     if (j == NULL)
         return NULL;
     lmc_status st = LMC_OK;
-    st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(alive));
+    /* Manual mode has no thread to lose. */
+    st |= lmc_json_object_set(j, "is_healthy", lmc_json_bool(alive || c->manual));
     st |= lmc_json_object_set(j, "thread_alive", lmc_json_bool(alive));
     st |= lmc_json_object_set(j, "pending_keys_count", lmc_json_int((int64_t)pending));
     st |= lmc_json_object_set(j, "in_flight_task_count", lmc_json_int((int64_t)in_flight));
@@ -675,4 +718,26 @@ size_t lmc_store_controller_busy(lmc_store_controller *c)
     size_t n = c->queue.len + c->being_processed + c->in_flight;
     pthread_mutex_unlock(&c->mu);
     return n;
+}
+
+lmc_store_counters lmc_store_controller_counters(lmc_store_controller *c)
+{
+    return (lmc_store_counters){
+        .stored_keys = atomic_load(&c->stored_keys_total),
+        .stored_bytes = atomic_load(&c->stored_bytes_total),
+        .failed_tasks = atomic_load(&c->failed_tasks_total),
+    };
+}
+
+bool lmc_store_controller_step(lmc_store_controller *c)
+{
+    return c->manual && store_step(c);
+}
+
+bool lmc_store_controller_has_work(lmc_store_controller *c)
+{
+    pthread_mutex_lock(&c->mu);
+    bool work = c->queue.len > 0 || c->dropped_keys > 0;
+    pthread_mutex_unlock(&c->mu);
+    return work;
 }

@@ -14,8 +14,13 @@
  * The controller collects every store completion of its adapters, so it
  * must be the only one submitting store tasks to them.
  *
+ * Manual mode (core/runtime.h, lmc_store_controller_create_ex): no thread;
+ * the owner calls lmc_store_controller_step, which does what one wake-up of
+ * the thread does.
+ *
  * Threads: the listener callback runs on caller threads under the L1 mutex
- * and takes only the queue mutex; the rest runs on the controller thread.
+ * and takes only the queue mutex; the rest runs on the controller thread
+ * (manual mode: on the owner's thread, one step at a time).
  */
 #ifndef LMC_STORAGE_STORE_CONTROLLER_H
 #define LMC_STORAGE_STORE_CONTROLLER_H
@@ -25,6 +30,7 @@
 #include <stdint.h>
 
 #include "core/json.h"
+#include "core/runtime.h"
 #include "l2/adapter.h"
 #include "lmcache/status.h"
 #include "storage/l1_manager.h"
@@ -50,6 +56,21 @@ lmc_status lmc_store_policy_check(const char *name, lmc_error *err);
 lmc_status lmc_store_controller_create(lmc_l1_manager *l1, lmc_l2_adapter *const *adapters,
                                        size_t n_adapters, const char *policy,
                                        lmc_store_controller **out, lmc_error *err);
+/* The same with a runtime (NULL: a thread, as lmc_store_controller_create). */
+lmc_status lmc_store_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter *const *adapters,
+                                          size_t n_adapters, const char *policy,
+                                          const lmc_runtime *rt, lmc_store_controller **out,
+                                          lmc_error *err);
+
+/*
+ * Manual mode: store the queued keys and finalize completed tasks (release
+ * their read locks, apply the policy). Returns whether anything was done;
+ * always false with a thread.
+ */
+bool lmc_store_controller_step(lmc_store_controller *c);
+
+/* Keys are queued: a step would do something now, without any new event. */
+bool lmc_store_controller_has_work(lmc_store_controller *c);
 
 /*
  * Stop the thread, release the read locks of every in-flight task, free
@@ -63,6 +84,16 @@ void lmc_store_controller_destroy(lmc_store_controller *c);
 /* {is_healthy, thread_alive, pending_keys_count, in_flight_task_count, num_l2_adapters,
  *  stored_keys_total, failed_tasks_total} */
 lmc_json *lmc_store_controller_report_status(lmc_store_controller *c);
+
+/*
+ * Totals since create, summed over adapters: keys of store tasks that
+ * succeeded (keys an adapter already held count too), the bytes the
+ * adapters report writing, and failed tasks. Any thread.
+ */
+typedef struct lmc_store_counters {
+    uint64_t stored_keys, stored_bytes, failed_tasks;
+} lmc_store_counters;
+lmc_store_counters lmc_store_controller_counters(lmc_store_controller *c);
 
 /* Keys queued plus tasks in flight (0 when idle; for tests and drains). */
 size_t lmc_store_controller_busy(lmc_store_controller *c);

@@ -66,9 +66,10 @@ typedef struct fixture {
     recorder rec;
 } fixture;
 
+/* The fixture counts milliseconds; the clock reads nanoseconds. */
 static uint64_t fake_now(void *ud)
 {
-    return *(const uint64_t *)ud;
+    return *(const uint64_t *)ud * 1000000u;
 }
 
 static void record_event(void *ud, lmc_l1_event ev, const lmc_object_key *keys, size_t n)
@@ -99,7 +100,7 @@ static lmc_l1_manager *make_manager(fixture *f, uint64_t pool_bytes)
         .memory = {.size_bytes = pool_bytes, .align_bytes = SLOT, .shm_name = NULL},
         .write_ttl_seconds = 600,
         .read_ttl_seconds = 300,
-        .clock = {.now_ms = fake_now, .ud = &f->now_ms},
+        .clock = {.now_ns = fake_now, .ud = &f->now_ms},
     };
     lmc_l1_manager *l1 = NULL;
     lmc_error err;
@@ -295,7 +296,7 @@ static void test_create_rejects_zero_ttl(void **state)
         .memory = {.size_bytes = POOL_BYTES, .align_bytes = SLOT},
         .write_ttl_seconds = 600,
         .read_ttl_seconds = 0,
-        .clock = {.now_ms = fake_now, .ud = &f->now_ms},
+        .clock = {.now_ns = fake_now, .ud = &f->now_ms},
     };
     lmc_l1_manager *l1 = NULL;
     lmc_error err;
@@ -311,7 +312,7 @@ static void test_create_reports_allocator_error(void **state)
         .memory = {.size_bytes = POOL_BYTES, .align_bytes = 3000}, /* not a power of two */
         .write_ttl_seconds = 600,
         .read_ttl_seconds = 300,
-        .clock = {.now_ms = fake_now, .ud = &f->now_ms},
+        .clock = {.now_ns = fake_now, .ud = &f->now_ms},
     };
     lmc_l1_manager *l1 = NULL;
     lmc_error err;

@@ -271,7 +271,7 @@ static void test_concurrent_cycles_leave_no_locks_and_a_clean_pool(void **state)
         .memory = {.size_bytes = NSLOTS * SLOT, .align_bytes = SLOT, .shm_name = NULL},
         .write_ttl_seconds = 600,
         .read_ttl_seconds = 300,
-        .clock = {.now_ms = NULL, .ud = NULL}, /* the real monotonic clock */
+        .clock = {.now_ns = NULL, .ud = NULL}, /* the real monotonic clock */
     };
     lmc_error err;
     if (lmc_l1_manager_create(&cfg, &sh->l1, &err) != LMC_OK)

@@ -192,6 +192,68 @@ static void test_config_accepts_valid_objects(void **state)
                     "\"eviction\": {\"eviction_policy\": \"noop\"}}");
 }
 
+static void test_config_checks_the_virtual_model_keys(void **state)
+{
+    (void)state;
+    static const config_case cases[] = {
+        {"{\"type\": \"fs\", \"base_path\": \"/tmp/x\", \"virtual_latency_us\": -1}",
+         "--l2-adapter: field 'virtual_latency_us' of type 'fs' must be a number >= 0 (got -1)"},
+        {"{\"type\": \"fs\", \"base_path\": \"/tmp/x\", \"virtual_latency_us\": \"5\"}",
+         "--l2-adapter: field 'virtual_latency_us' of type 'fs' must be a number >= 0 (got \"5\")"},
+        {"{\"type\": \"fs\", \"base_path\": \"/tmp/x\", \"virtual_latency_us\": 4e9}",
+         "--l2-adapter: field 'virtual_latency_us' of type 'fs' must be a number in [0, "
+         "3600000000] (got 4000000000.0)"},
+        {"{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
+         "\"virtual_bandwidth_gbps\": 0}",
+         "--l2-adapter: field 'virtual_bandwidth_gbps' of type 'mock' must be a number > 0 (got "
+         "0)"},
+        {"{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
+         "\"virtual_bandwidth_gbps\": 1e-10}",
+         "--l2-adapter: field 'virtual_bandwidth_gbps' of type 'mock' must be at least one byte "
+         "per second (got 1e-10)"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        expect_rejected(&cases[i]);
+    /* Common keys: every type takes them. */
+    expect_accepted("{\"type\": \"fs\", \"base_path\": \"/tmp/x\", \"virtual_latency_us\": 0, "
+                    "\"virtual_bandwidth_gbps\": 1e300}");
+    expect_accepted("{\"type\": \"resp\", \"virtual_latency_us\": 250.5, "
+                    "\"virtual_bandwidth_gbps\": 0.5}");
+    expect_accepted("{\"type\": \"fault_inject\", \"virtual_latency_us\": 1, \"inner\": "
+                    "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
+                    "\"virtual_bandwidth_gbps\": 3}}");
+}
+
+static void test_virtual_model_has_per_type_defaults_and_takes_the_keys(void **state)
+{
+    (void)state;
+    lmc_l2_adapter *fs =
+        l2_adapter_from(NULL, "{\"type\": \"fs\", \"base_path\": \"/tmp/lmc-vm\"}");
+    assert_non_null(fs);
+    lmc_l2_virtual_model m = lmc_l2_adapter_virtual_model(fs);
+    assert_int_equal(m.latency_ns, 50000);
+    assert_true(m.bytes_per_s == 2e9);
+    lmc_l2_adapter_destroy(fs);
+    l2_rmtree("/tmp/lmc-vm");
+
+    /* mock: no latency, and its own bandwidth (GiB/s) unless the key says otherwise. */
+    lmc_l2_adapter *mock = l2_adapter_from(NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, "
+                                                 "\"mock_bandwidth_gb\": 4}");
+    m = lmc_l2_adapter_virtual_model(mock);
+    assert_int_equal(m.latency_ns, 0);
+    assert_true(m.bytes_per_s == 4.0 * 1024 * 1024 * 1024);
+    lmc_l2_adapter_destroy(mock);
+    mock = l2_adapter_from(NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": "
+                                 "4, \"virtual_latency_us\": 7.5, \"virtual_bandwidth_gbps\": 3}");
+    m = lmc_l2_adapter_virtual_model(mock);
+    assert_int_equal(m.latency_ns, 7500);
+    assert_true(m.bytes_per_s == 3e9);
+    lmc_l2_adapter_destroy(mock);
+
+    const lmc_l2_adapter_ops *resp = lmc_l2_find_type("resp");
+    assert_true(resp->virtual_latency_us == 100.0 && resp->virtual_bandwidth_gbps == 1.0);
+}
+
 /*
  * The name list is derived from the registry table, so it cannot drift:
  * every name in it resolves, in table order, and every registered type
@@ -610,6 +672,8 @@ int main(void)
         cmocka_unit_test(test_config_rejects_each_bad_mock_field),
         cmocka_unit_test(test_config_rejects_each_bad_common_field),
         cmocka_unit_test(test_config_accepts_valid_objects),
+        cmocka_unit_test(test_config_checks_the_virtual_model_keys),
+        cmocka_unit_test(test_virtual_model_has_per_type_defaults_and_takes_the_keys),
         cmocka_unit_test(test_type_names_are_the_registry_table),
         cmocka_unit_test(test_registry_lists_every_type),
         cmocka_unit_test(test_create_reports_io_error_naming_base_path),

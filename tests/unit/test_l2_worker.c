@@ -2,7 +2,9 @@
  * test_l2_worker.c -- the worker helper of the L2 adapter types
  * (l2/worker.h): priority order, exactly-once completion at stop, deferred
  * tasks, links (fail fast while down, fail the queue when the last link
- * goes down, idle checks), the idle hook's wake-ups and thread names.
+ * goes down, idle checks), the idle hook's wake-ups and thread names; and
+ * manual mode (virtual time): modelled due times, inline runs in due order,
+ * deferred tasks and links without threads.
  *
  * Results go to a sink adapter's base (a mock adapter used only for its
  * result vectors), so what the helper completes or fails can be read with
@@ -38,6 +40,7 @@ static atomic_uint g_instances;
 
 typedef struct fixture {
     lmc_l2_adapter *sink;
+    lmc_virtual_clock *vclock; /* the manual sink's clock (manual fixtures only) */
     lmc_l2_workers *w;
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -62,18 +65,47 @@ typedef struct fixture {
     atomic_size_t idles;
 } fixture;
 
-static int setup(void **state)
+/* A fixture whose results go to sink; its hooks start with no gate, break or defer. */
+static fixture *fixture_new(lmc_l2_adapter *sink)
 {
     fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
-    f->sink = l2_adapter_from(NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, "
-                                    "\"mock_bandwidth_gb\": 1}");
-    assert_non_null(f->sink);
+    assert_non_null(sink);
+    f->sink = sink;
     pthread_mutex_init(&f->mu, NULL);
     pthread_cond_init(&f->cv, NULL);
     f->gate_id = UINT64_MAX;
     f->gate_open = true;
     f->break_id = UINT64_MAX;
+    return f;
+}
+
+static int setup(void **state)
+{
+    *state = fixture_new(l2_adapter_from(
+        NULL, "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1}"));
+    return 0;
+}
+
+/*
+ * A manual sink on a virtual clock at 0: its model is 10 us of latency and
+ * 1 GB/s, one byte per ns (the tasks here move one byte each). The clock
+ * lives in the fixture, which the sink's runtime points to.
+ */
+static int setup_manual(void **state)
+{
+    lmc_virtual_clock *clock = malloc(sizeof(*clock));
+    assert_non_null(clock);
+    lmc_virtual_clock_init(clock, 0);
+    lmc_runtime rt = {.clock = lmc_clock_virtual(clock), .manual = true};
+    lmc_json *cfg = l2_json("{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1, "
+                            "\"virtual_latency_us\": 10, \"virtual_bandwidth_gbps\": 1}");
+    lmc_l2_adapter *sink = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_l2_adapter_create_ex(cfg, &rt, &sink, &err), LMC_OK);
+    lmc_json_free(cfg);
+    fixture *f = fixture_new(sink);
+    f->vclock = clock;
     *state = f;
     return 0;
 }
@@ -83,6 +115,7 @@ static int teardown(void **state)
     fixture *f = *state;
     lmc_l2_workers_destroy(f->w);
     lmc_l2_adapter_destroy(f->sink);
+    free(f->vclock); /* after the sink, whose clock it is */
     pthread_mutex_destroy(&f->mu);
     pthread_cond_destroy(&f->cv);
     free(f);
@@ -121,7 +154,7 @@ static bool run_hook(void *ud, size_t index, lmc_l2_task *t)
     if (t->kind != LMC_L2_TASK_STORE && t->n > 0)
         lmc_bitmap_set(&t->bitmap, 0);
     if (delay != 0)
-        lmc_l2_workers_defer(f->w, t, lmc_mono_ns() + delay);
+        lmc_l2_workers_defer(f->w, t, lmc_l2_adapter_now_ns(f->sink) + delay);
     else
         lmc_l2_task_complete(f->sink, t);
     return ok;
@@ -480,6 +513,113 @@ static void test_start_rejects_an_incomplete_config(void **state)
     assert_null(w);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Manual mode                                                             */
+/* ---------------------------------------------------------------------- */
+
+/* Deliver everything due at or before t (the owner's loop), with the clock following. */
+static void run_until(fixture *f, uint64_t t)
+{
+    uint64_t due;
+    while ((due = lmc_l2_workers_next_due(f->w)) <= t) {
+        lmc_virtual_clock_set(f->vclock, due);
+        assert_true(lmc_l2_workers_run_next(f->w, due));
+    }
+    lmc_virtual_clock_set(f->vclock, t);
+}
+
+static void test_manual_tasks_run_inline_in_due_order_at_their_modelled_times(void **state)
+{
+    fixture *f = *state;
+    lmc_l2_workers_config cfg = config(f, 1);
+    start(f, &cfg);
+    assert_true(lmc_l2_workers_manual(f->w));
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 1), LMC_OK);  /* 1 ns of transfer, then 10 us */
+    assert_int_equal(submit(f, LMC_L2_TASK_LOOKUP, 2), LMC_OK); /* no bytes: 10 us */
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 3), LMC_OK);  /* after store 1's byte */
+    assert_int_equal(f->n_order, 0);                            /* nothing ran at submit */
+    assert_int_equal(lmc_l2_workers_get_stats(f->w).queued, 3);
+    assert_true(lmc_l2_workers_get_stats(f->w).alive);
+
+    assert_int_equal(lmc_l2_workers_next_due(f->w), 10000);
+    assert_false(lmc_l2_workers_run_next(f->w, 9999));
+    run_until(f, 10000);
+    assert_int_equal(f->n_order, 1);
+    assert_int_equal(f->order[0], 2);
+    assert_int_equal(lmc_l2_workers_next_due(f->w), 10001);
+    run_until(f, 10002);
+    assert_int_equal(f->n_order, 3);
+    assert_int_equal(f->order[1], 1);
+    assert_int_equal(f->order[2], 3);
+    assert_int_equal(lmc_l2_workers_next_due(f->w), UINT64_MAX);
+    lmc_l2_store_result r[2];
+    assert_true(l2_wait_stores(f->sink, 2, r));
+    assert_int_equal(r[0].task_id, 1);
+    assert_int_equal(r[0].result, 1);
+    assert_int_equal(r[1].task_id, 3);
+    assert_int_equal(r[1].result, 3);
+}
+
+static void test_manual_tasks_due_together_run_in_submission_order(void **state)
+{
+    fixture *f = *state;
+    lmc_l2_workers_config cfg = config(f, 1);
+    start(f, &cfg);
+    for (uint64_t id = 1; id <= 5; id++)
+        assert_int_equal(submit(f, LMC_L2_TASK_LOOKUP, id), LMC_OK);
+    run_until(f, 10000);
+    assert_int_equal(f->n_order, 5);
+    for (size_t i = 0; i < 5; i++)
+        assert_int_equal(f->order[i], i + 1);
+}
+
+static void
+test_manual_deferred_task_finishes_when_due_and_destroy_fails_what_never_ran(void **state)
+{
+    fixture *f = *state;
+    f->defer_id[0] = 1;
+    f->defer_ns[0] = 30;
+    lmc_l2_workers_config cfg = config(f, 1);
+    start(f, &cfg);
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 1), LMC_OK);
+    run_until(f, 10001); /* ran, deferred to 10031 */
+    assert_int_equal(lmc_l2_workers_get_stats(f->w).deferred, 1);
+    assert_int_equal(lmc_l2_workers_next_due(f->w), 10031);
+    run_until(f, 10031);
+    assert_int_equal(atomic_load(&f->finished), 1);
+    assert_int_equal(store_result(f, 1), 1);
+
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 7), LMC_OK);
+    lmc_l2_workers_destroy(f->w);
+    f->w = NULL;
+    assert_int_equal(f->n_order, 1); /* task 7 never ran */
+    assert_int_equal(store_result(f, 7), -1);
+}
+
+static void test_manual_link_loss_fails_the_queue_and_later_tasks_at_once(void **state)
+{
+    fixture *f = *state;
+    atomic_store(&f->link_ok, true);
+    f->break_id = 1;
+    start_linked(f, true, 1000 * MS);
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 1), LMC_OK);
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 2), LMC_OK);
+    run_until(f, 10001); /* task 1 breaks the only link: task 2 fails with it */
+    assert_int_equal(lmc_l2_workers_get_stats(f->w).live_links, 0);
+    lmc_l2_store_result r[2];
+    assert_true(l2_wait_stores(f->sink, 2, r));
+    assert_int_equal(r[0].task_id, 1); /* completed by its run, which then reported the break */
+    assert_int_equal(r[0].result, 1);
+    assert_int_equal(r[1].task_id, 2); /* failed when the link went down */
+    assert_int_equal(r[1].result, -1);
+    assert_int_equal(lmc_l2_workers_next_due(f->w), UINT64_MAX);
+
+    /* While every link is down a task fails at submit. */
+    assert_int_equal(submit(f, LMC_L2_TASK_STORE, 3), LMC_OK);
+    assert_int_equal(store_result(f, 3), -1);
+    assert_int_equal(lmc_l2_workers_get_stats(f->w).failed_no_link, 1);
+}
+
 int main(void)
 {
     lmc_log_set_level(LMC_LOG_ERROR);
@@ -501,6 +641,16 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_threads_are_named_after_the_type_and_index, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_start_rejects_an_incomplete_config, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manual_tasks_run_inline_in_due_order_at_their_modelled_times, setup_manual,
+            teardown),
+        cmocka_unit_test_setup_teardown(test_manual_tasks_due_together_run_in_submission_order,
+                                        setup_manual, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manual_deferred_task_finishes_when_due_and_destroy_fails_what_never_ran,
+            setup_manual, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_manual_link_loss_fails_the_queue_and_later_tasks_at_once, setup_manual, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
