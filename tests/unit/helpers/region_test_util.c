@@ -33,10 +33,26 @@ lmc_error *rt_err(void)
 
 static unsigned g_seq;
 
+static void shm_name(char *out, size_t cap, unsigned seq)
+{
+    snprintf(out, cap, LMC_REGION_NAME_PREFIX "unit-%ld-%u", (long)getpid(), seq);
+}
+
+/* A test that fails an assertion skips its rt_shm_drop: what it made goes at exit. */
+static void unlink_all_at_exit(void)
+{
+    char name[96];
+    for (unsigned i = 0; i < g_seq; i++) {
+        shm_name(name, sizeof(name), i);
+        shm_unlink(name);
+    }
+}
+
 void rt_shm_make(rt_shm *s, int64_t num_blocks, int64_t bpt)
 {
-    snprintf(s->name, sizeof(s->name), LMC_REGION_NAME_PREFIX "unit-%ld-%u", (long)getpid(),
-             g_seq++);
+    if (g_seq == 0)
+        atexit(unlink_all_at_exit);
+    shm_name(s->name, sizeof(s->name), g_seq++);
     s->num_blocks = num_blocks;
     s->bpt = bpt;
     s->bytes = (size_t)(num_blocks * RT_TPB * bpt);
