@@ -34,6 +34,8 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "core/strmap.h"
+#include "core/text.h"
 #include "l2/adapter.h"
 #include "replay/driver.h"
 #include "replay/output.h"
@@ -47,58 +49,22 @@
 /* Reading a whole trace (info, and replay's progress)                     */
 /* ---------------------------------------------------------------------- */
 
-typedef struct op_count {
-    char *qualname;
+/*
+ * The ops of a trace, counted per qualname in a hash map (a trace may hold
+ * any number of distinct names, NUL bytes and all) and printed sorted by
+ * their bytes, which for UTF-8 is Python's order of str.
+ */
+typedef struct op_row {
+    const char *q;
+    size_t len;
     uint64_t count;
-} op_count;
-
-typedef struct op_counts {
-    op_count *v;
-    size_t n, cap;
-    /* Traces usually interleave few qualnames: remember the last one hit. */
-    size_t last;
-} op_counts;
-
-static int count_op(op_counts *c, const char *q, size_t len)
-{
-    if (c->n > 0 && strlen(c->v[c->last].qualname) == len &&
-        memcmp(c->v[c->last].qualname, q, len) == 0) {
-        c->v[c->last].count++;
-        return 0;
-    }
-    for (size_t i = 0; i < c->n; i++) {
-        if (strlen(c->v[i].qualname) == len && memcmp(c->v[i].qualname, q, len) == 0) {
-            c->v[i].count++;
-            c->last = i;
-            return 0;
-        }
-    }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        op_count *nv = realloc(c->v, cap * sizeof(*nv));
-        if (nv == NULL)
-            return -1;
-        c->v = nv;
-        c->cap = cap;
-    }
-    char *copy = strndup(q, len);
-    if (copy == NULL)
-        return -1;
-    c->v[c->n] = (op_count){copy, 1};
-    c->last = c->n++;
-    return 0;
-}
-
-static void op_counts_free(op_counts *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        free(c->v[i].qualname);
-    free(c->v);
-}
+} op_row;
 
 static int cmp_op(const void *a, const void *b)
 {
-    return strcmp(((const op_count *)a)->qualname, ((const op_count *)b)->qualname);
+    const op_row *x = a, *y = b;
+    int c = memcmp(x->q, y->q, x->len < y->len ? x->len : y->len);
+    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
 /* One pass over a trace's records (t_mono and qualname only). */
@@ -114,7 +80,7 @@ typedef struct trace_scan {
  * Scan an open reader to its end, counting records per qualname into ops
  * (NULL: not counted). -1 when memory runs out.
  */
-static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out)
+static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out)
 {
     memset(out, 0, sizeof(*out));
     double t_mono;
@@ -124,9 +90,7 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out)
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             out->has_dropped = true;
-            int64_t n;
-            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
-                out->dropped += (uint64_t)n;
+            lmc_trace_reader_add_dropped_count(rd, &out->dropped);
             continue;
         }
         if (lmc_trace_marker_find(q, qlen) != NULL)
@@ -134,8 +98,11 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out)
         if (t_mono > out->duration && isfinite(t_mono))
             out->duration = t_mono;
         out->total++;
-        if (ops != NULL && count_op(ops, q, qlen) != 0)
+        uint64_t *n = ops != NULL ? lmc_strmap_slot(ops, q, qlen, NULL) : NULL;
+        if (ops != NULL && n == NULL)
             return -1;
+        if (n != NULL)
+            (*n)++;
     }
     out->truncated = lmc_trace_reader_truncated(rd);
     return 0;
@@ -145,18 +112,25 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out)
 /* info                                                                    */
 /* ---------------------------------------------------------------------- */
 
+/* A row of LMCache's layout; both parts may come from the trace, so both are escaped. */
 static void row(const char *label, const char *value)
 {
-    char l[128];
-    snprintf(l, sizeof(l), "%s:", label);
-    printf("  %-28s%s\n", l, value);
+    char *l = lmc_text_escape_dup(label, strlen(label));
+    char *v = lmc_text_escape_dup(value, strlen(value));
+    size_t n = l != NULL ? strlen(l) + 1 : 0;
+    printf("  %s:%*s%s\n", l != NULL ? l : "?", n < 28 ? (int)(28 - n) : 0, "",
+           v != NULL ? v : "?");
+    free(l);
+    free(v);
 }
 
 static void info_usage(FILE *out)
 {
     fprintf(out, "usage: lmcache trace info [--help] [--config] FILE\n\n"
                  "Print a trace's header fields, per-operation record counts, total records\n"
-                 "and duration (the largest record t_mono).\n\n"
+                 "and duration (the largest record t_mono). FILE may be a pipe (/dev/stdin):\n"
+                 "it is read once. A record is counted exactly when LMCache's reader would\n"
+                 "yield it; frames it would reject are counted as malformed.\n\n"
                  "options:\n"
                  "  --config    print only the recorded StorageManager config (JSON, indent 2)\n");
 }
@@ -222,21 +196,30 @@ static int cmd_trace_info(int argc, char **argv)
         lmc_trace_reader_close(rd);
         return rc;
     }
-    op_counts ops = {0};
+    lmc_strmap *ops = lmc_strmap_create();
+    op_row *rows = NULL;
     trace_scan sc;
     int rc = 0;
-    if (scan_records(rd, &ops, &sc) != 0) {
-        fprintf(stderr, "lmcache trace info: out of memory\n");
+    if (ops == NULL || scan_records(rd, ops, &sc) != 0)
         rc = 1;
+    size_t n_ops = ops != NULL ? lmc_strmap_size(ops) : 0;
+    if (rc == 0 && n_ops > 0 && (rows = calloc(n_ops, sizeof(*rows))) == NULL)
+        rc = 1;
+    if (rc != 0) {
+        fprintf(stderr, "lmcache trace info: out of memory\n");
+        goto out;
     }
     char buf[128];
-    printf("Trace file: %s\n", path);
+    char *shown = lmc_text_escape_dup(path, strlen(path));
+    printf("Trace file: %s\n", shown != NULL ? shown : path);
+    free(shown);
     row("level", h->level);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->format_version);
     row("format_version", buf);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->trace_schema_version);
     row("trace_schema_version", buf);
-    snprintf(buf, sizeof(buf), "%.3fs", sc.duration);
+    lmc_text_seconds(sc.duration, buf, sizeof(buf) - 1);
+    strcat(buf, "s");
     row("duration", buf);
     row("sm_config_digest", h->sm_config_digest[0] ? h->sm_config_digest : "(none)");
     for (size_t i = 0; i < h->n_meta; i++)
@@ -247,18 +230,32 @@ static int cmd_trace_info(int argc, char **argv)
         snprintf(buf, sizeof(buf), "%llu", (unsigned long long)sc.dropped);
         row("dropped_records", buf);
     }
-    if (ops.n == 0) {
+    if (lmc_trace_reader_malformed(rd) > 0) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)lmc_trace_reader_malformed(rd));
+        row("malformed_records", buf);
+    }
+    if (n_ops == 0) {
         printf("  ops: (none)\n");
     } else {
         printf("  ops:\n");
-        qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
-        for (size_t i = 0; i < ops.n; i++)
-            printf("    %s: %llu\n", ops.v[i].qualname, (unsigned long long)ops.v[i].count);
+        for (size_t i = 0; i < n_ops; i++) {
+            rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
+            rows[i].count = lmc_strmap_value_at(ops, i);
+        }
+        qsort(rows, n_ops, sizeof(*rows), cmp_op);
+        for (size_t i = 0; i < n_ops; i++) {
+            char *e = lmc_text_escape_dup(rows[i].q, rows[i].len);
+            printf("    %s: %llu\n", e != NULL ? e : "?", (unsigned long long)rows[i].count);
+            free(e);
+        }
     }
     if (sc.truncated)
         fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
                         "above cover the complete records\n", path);
-    op_counts_free(&ops);
+
+out:
+    free(rows);
+    lmc_strmap_destroy(ops);
     lmc_trace_reader_close(rd);
     return rc;
 }
@@ -284,12 +281,14 @@ typedef struct replay_args {
     uint64_t repeat;
     bool clear_l2;
     lmc_replay_pace pace;
+    lmc_replay_mode mode;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
-    char paces[64];
+    char paces[64], modes[64];
     lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
+    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, modes, sizeof(modes));
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -298,6 +297,11 @@ static void replay_usage(FILE *out)
             "call did (hits, misses and why, L1 and L2 traffic), latency per operation, and\n"
             "an outcome digest.\n\n"
             "options:\n"
+            "  --mode M            %s: calls (default) reissues every recorded call;\n"
+            "                      engine serves each recorded lookup as a request with the\n"
+            "                      server's own logic (read what is found, store the rest) and\n"
+            "                      reports the hit rate this configuration gives beside the\n"
+            "                      recording's\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
             "                      0.5 replays twice as fast); the eviction period follows it\n"
             "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
@@ -317,14 +321,66 @@ static void replay_usage(FILE *out)
             "  --output PATH       also save the result (in --format) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            paces, MAX_REPEAT);
+            modes, paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
+}
+
+/*
+ * LMCache's observability flags (add_observability_args), which its `trace
+ * replay` takes too: accepted, so that a recorded command line can be
+ * reused, and ignored. --enable-extra-logging and --extra-logging-interval
+ * are storage-manager flags here (they are EvictionConfig fields of the
+ * config JSON).
+ */
+static const struct ignored_def {
+    const char *name;
+    bool value; /* takes a value */
+} IGNORED_FLAGS[] = {
+    {"--disable-observability", false},
+    {"--disable-metrics", false},
+    {"--disable-grpc-metrics", false},
+    {"--disable-logging", false},
+    {"--enable-tracing", false},
+    {"--otlp-endpoint", true},
+    {"--event-bus-queue-size", true},
+    {"--prometheus-port", true},
+    {"--metrics-sample-rate", true},
+    {"--lookup-hash-log-dir", true},
+    {"--trace-level", true},
+    {"--trace-output", true},
+};
+
+/*
+ * The ignored flag argv[*i] is (NULL: none), its value past it consumed
+ * (*missing when a value flag has none).
+ */
+static const char *ignored_flag(int argc, char **argv, int *i, const char **v, bool *missing)
+{
+    *missing = false;
+    for (size_t k = 0; k < sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0]); k++) {
+        const struct ignored_def *f = &IGNORED_FLAGS[k];
+        if (!f->value) {
+            if (strcmp(argv[*i], f->name) == 0)
+                return f->name;
+            continue;
+        }
+        bool matched;
+        *v = lmc_flag_value(f->name, argc, argv, i, &matched);
+        if (matched) {
+            *missing = *v == NULL;
+            return f->name;
+        }
+    }
+    return NULL;
 }
 
 /* 0 ok, 2 usage error (message printed). */
 static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
 {
     memset(a, 0, sizeof(*a));
+    const char *ignored[sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0])];
+    size_t n_ignored = 0;
+    const char *k;
     a->output_dir = ".";
     a->time_scale = 1.0;
     a->repeat = 1;
@@ -378,8 +434,7 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             if (!v)
                 goto missing;
             double s;
-            if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
-                lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+            if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
                 return 2;
             }
@@ -391,6 +446,13 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
                 return 2;
             }
+        } else if ((v = lmc_flag_value("--mode", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
+                return 2;
+            }
         } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
@@ -398,11 +460,14 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
                 return 2;
             }
-        } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
-                   (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
-            if (!v)
+        } else if ((k = ignored_flag(argc, argv, &i, &v, &m)) != NULL) {
+            if (m)
                 goto missing;
-            LMC_WARN(LOG_COMP, "%s is ignored: a replay never records", arg);
+            bool listed = false;
+            for (size_t j = 0; j < n_ignored; j++)
+                listed = listed || ignored[j] == k;
+            if (!listed)
+                ignored[n_ignored++] = k;
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
             replay_usage(stderr);
@@ -417,6 +482,14 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
     missing:
         fprintf(stderr, "lmcache trace replay: %s: a value is required\n", arg);
         return 2;
+    }
+    if (n_ignored > 0) {
+        char names[512];
+        lmc_names_join(ignored, n_ignored, ", ", NULL, names, sizeof(names));
+        LMC_WARN(LOG_COMP,
+                 "ignoring %s: LMCache's observability flags change nothing here (a replay never "
+                 "records and has no metrics, tracing or logging subscribers)",
+                 names);
     }
     if (a->path == NULL) {
         fprintf(stderr, "lmcache trace replay: a trace FILE is required\n\n");
@@ -675,16 +748,20 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
     atomic_store(&p->n, rec->index);
     if (rec->index == p->total)
         atomic_store(&p->last_ns, lmc_mono_ns());
-    if (p->args->verbose)
+    if (p->args->verbose) {
+        /* The qualname comes from the trace: escaped before it reaches a terminal. */
+        char *q = lmc_text_escape_dup(rec->qualname, strlen(rec->qualname));
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
                (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
-               rec->qualname);
+               q != NULL ? q : "?");
+        free(q);
+    }
     if (p->record_outputs)
         for (size_t i = 0; i < p->outputs->n; i++)
             lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
-static void print_banner(lmc_replay_pace pace)
+static void print_banner(lmc_replay_pace pace, lmc_replay_mode mode)
 {
     const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
     const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
@@ -695,9 +772,7 @@ static void print_banner(lmc_replay_pace pace)
             "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
             "  * The replay's StorageManager is built from the flags given here, not from\n"
             "    the trace; the config digest row says whether they match the recording.\n"
-            "%s"
-            "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
-            "    this environment, not necessarily a bug.\n"
+            "%s%s"
             "%s%s%s\n",
             bold, bar, bar, reset,
             pace == LMC_REPLAY_PACE_VIRTUAL
@@ -705,6 +780,12 @@ static void print_banner(lmc_replay_pace pace)
                   "    L2 completions are modelled (virtual_latency_us, virtual_bandwidth_gbps).\n"
                 : "  * This host's speed differs from the recording host's; the replay keeps the\n"
                   "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n",
+            mode == LMC_REPLAY_MODE_ENGINE
+                ? "  * Mode engine: each recorded lookup is served as a request by the server's\n"
+                  "    own logic (read what is found, store the rest); the recorded reads and\n"
+                  "    writes are not reissued and give the recording's own hit rate.\n"
+                : "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
+                  "    this environment, not necessarily a bug.\n",
             bold, bar, reset);
 }
 
@@ -804,13 +885,21 @@ static int cmd_trace_replay(int argc, char **argv)
         goto out;
     lmc_trace_reader *rd;
     lmc_error err;
-    trace_scan sc;
-    if (lmc_trace_reader_open(a.path, &rd, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-        goto out;
+    trace_scan sc = {0};
+    struct stat sb;
+    if (stat(a.path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        /* A first pass for the progress bar's total and schedule. */
+        if (lmc_trace_reader_open(a.path, &rd, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            goto out;
+        }
+        scan_records(rd, NULL, &sc);
+        lmc_trace_reader_close(rd);
+    } else {
+        /* A pipe is read once, by the replay itself: its total is unknown (0) then. */
+        LMC_INFO(LOG_COMP, "trace replay: '%s' is not a regular file: read once, with no "
+                 "record total for the progress bar", a.path);
     }
-    scan_records(rd, NULL, &sc);
-    lmc_trace_reader_close(rd);
     p.total = sc.total;
     /* Virtual time runs as fast as the host allows: progress is then by records. */
     p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
@@ -821,7 +910,7 @@ static int cmd_trace_replay(int argc, char **argv)
     if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
         goto out;
     if (!a.quiet)
-        print_banner(a.pace);
+        print_banner(a.pace, a.mode);
     LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
 
@@ -834,6 +923,7 @@ static int cmd_trace_replay(int argc, char **argv)
                               .on_record = on_record,
                               .ud = &p,
                               .pace = a.pace,
+                              .mode = a.mode,
                               .stop = &g_interrupted};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
         if (p.run > 1) {
@@ -949,6 +1039,8 @@ static const lmc_cli_command subs[] = {
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
     {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
     {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
+    {"compare", "compare two replay results: deltas, thresholds, first divergent record",
+     lmc_cmd_trace_compare},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

@@ -112,7 +112,7 @@ void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_li
     char raw[2048], msg[2048];
     vsnprintf(raw, sizeof(raw), fmt, ap);
     /* Messages carry client strings (model names, ids): one line each, whatever they hold. */
-    lmc_escape(raw, strlen(raw), 0, msg, sizeof(msg));
+    lmc_escape(raw, strlen(raw), LMC_ESCAPE_KEEP_BACKSLASH, msg, sizeof(msg));
 
     pthread_mutex_lock(&g_sink_lock);
     lmc_log_sink sink = g_sink;

@@ -76,6 +76,11 @@ lmc_counters *lmc_engine_counters(lmc_engine *e)
     return &e->counters;
 }
 
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud)
+{
+    lmc_session_table_set_observer(e->sessions, fn, ud);
+}
+
 int lmc_engine_chunk_size(const lmc_engine *e)
 {
     return e->chunk_size;
@@ -213,7 +218,7 @@ static lmc_status start_session(lmc_engine *e, lmc_session *x, const lmc_layout_
                                 lmc_error *err)
 {
     /* Before the prefetch takes its locks: their TTL counts from no earlier than this. */
-    x->locked_ms = lmc_mono_ms();
+    x->locked_ms = lmc_sessions_now_ms(e->sessions);
     lmc_status st = lmc_sm_submit_prefetch_task(e->sm, x->keys, x->n_chunks * (size_t)x->world_size,
                                                 layout, x->extra_count, x->request_id,
                                                 LMC_TRIM_PREFIX, &x->handle, err);
@@ -357,26 +362,40 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const char *request_id, const lmc_
     LMC_COUNT(&e->counters, read_enter, 1);
     if (st != LMC_OK)
         return lmc_error_set(err, st, "retrieve: out of memory");
+    lmc_status copied = LMC_OK;
     if (ctx.ok && copy != NULL) {
-        for (size_t i = 0; i < n; i++)
-            copy->from_object(copy->ctx, i, &ctx.objs[i]);
+        for (size_t i = 0; i < n && copied == LMC_OK; i++)
+            copied = copy->from_object(copy->ctx, i, &ctx.objs[i], err);
     }
-    *ok = ctx.ok;
+    bool read = ctx.ok; /* exit clears ctx */
+    *ok = read && copied == LMC_OK;
     lmc_sm_read_prefetched_exit(e->sm, &ctx, false);
     LMC_COUNT(&e->counters, read_exit, 1);
-    /* The copy is done: release the claimed locks (the engine's stream callback), unless
-     * they may have expired meanwhile and been taken afresh by another request. */
-    if (*ok && lmc_mono_ms() < expires_ms) {
+    /*
+     * Release the claimed locks (the engine's stream callback) once the copy
+     * is over, whether or not it succeeded: they are this retrieve's now, and
+     * the session no longer counts them. Not when they may have expired
+     * meanwhile and been taken afresh by another request.
+     */
+    if (read && lmc_sessions_now_ms(e->sessions) < expires_ms) {
         lmc_sm_finish_read_prefetched(e->sm, keys, n, 0, NULL);
         LMC_COUNT(&e->counters, finish_read_prefetched, 1);
     }
-    return LMC_OK;
+    return copied;
 }
 
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err)
 {
-    lmc_l1_error *errs = malloc((n ? n : 1) * sizeof(*errs));
+    return lmc_engine_store_results(e, keys, n, layout, copy, NULL, err);
+}
+
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *results, lmc_error *err)
+{
+    lmc_l1_error *own = results == NULL ? malloc((n ? n : 1) * sizeof(*own)) : NULL;
+    lmc_l1_error *errs = results != NULL ? results : own;
     lmc_memory_obj *objs = malloc((n ? n : 1) * sizeof(*objs));
     lmc_object_key *done = malloc((n ? n : 1) * sizeof(*done));
     lmc_status st = LMC_OK;
@@ -390,16 +409,19 @@ lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (errs[i] != LMC_L1_SUCCESS)
             continue; /* already present, locked, or no room: skipped */
-        if (copy != NULL)
-            copy->to_object(copy->ctx, i, &objs[i]);
         done[n_done++] = keys[i];
+        if (copy != NULL && st == LMC_OK)
+            st = copy->to_object(copy->ctx, i, &objs[i], err);
     }
-    if (n_done > 0) {
+    if (st != LMC_OK) {
+        /* Fail closed: no object is committed with half the client's bytes. */
+        lmc_sm_abort_write(e->sm, done, n_done);
+    } else if (n_done > 0) {
         lmc_sm_finish_write(e->sm, done, n_done, NULL);
         LMC_COUNT(&e->counters, finish_write, 1);
     }
 out:
-    free(errs);
+    free(own);
     free(objs);
     free(done);
     return st;

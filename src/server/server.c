@@ -55,6 +55,7 @@
 #include "obs/event_bus.h"
 #include "server/engine.h"
 #include "server/ops.h"
+#include "server/peer_uid.h"
 #include "server/protocol.h"
 #include "server/regions.h"
 #include "server/zmtp.h"
@@ -96,6 +97,18 @@ typedef struct conn {
     size_t id_len;
     uint64_t conn_id; /* the server's own number for it: never reused */
     uint64_t opened_ms;
+    /*
+     * Its socket: ZMQ_SRCFD of the connect notification (-1 unknown), the
+     * SO_COOKIE of the socket on that fd then, and the next connection
+     * that was told the same fd number (a closed one whose fd was given to
+     * a newer one before its messages were all read); for the peer's uid
+     * (peer_uid.h), looked up at the first register_kv_cache and kept.
+     */
+    int fd;
+    uint64_t cookie;
+    struct conn *fd_next;
+    int64_t uid;
+    bool uid_looked_up;
     lmc_zmtp_conn z;
     lmc_zmtp_handler h; /* zmtp.c's callbacks, ud = this conn */
 } conn;
@@ -110,6 +123,7 @@ typedef struct job {
     uint64_t conn_id;
     lmc_zmtp_message msg; /* [uid, op, payload...] */
     size_t budget;        /* bytes counted against --max-buffered-mb until it is answered */
+    int64_t peer_uid;     /* its connection's peer (register_kv_cache only), -1 unknown */
 } job;
 
 struct lmc_server {
@@ -127,9 +141,12 @@ struct lmc_server {
     pthread_t *workers;
     int n_workers;
 
-    /* The loop's: connections by routing id. */
+    /* The loop's: connections by routing id, and the live ones told each fd number. */
     conn *conns[CONN_BUCKETS];
     size_t n_conns;
+    conn **by_fd;
+    size_t by_fd_cap;
+    bool warned_uid;
     uint64_t next_conn_id;
     uint64_t refused_conns, refused_msgs; /* since the last warning */
     uint64_t next_warn_ms;
@@ -292,6 +309,15 @@ static bool may_log_failure(lmc_server *s)
     return ok;
 }
 
+/* Whether the connection table has dropped c (any thread; c is kept by a job). */
+static bool conn_is_dropped(lmc_server *s, conn *c)
+{
+    pthread_mutex_lock(&s->q_mu);
+    bool dropped = c == NULL || c->dropped;
+    pthread_mutex_unlock(&s->q_mu);
+    return dropped;
+}
+
 static void run_job(lmc_server *s, void *push, job *j)
 {
     msgpack_sbuffer resp;
@@ -308,8 +334,13 @@ static void run_job(lmc_server *s, void *push, job *j)
     }
     lmc_status st = lmc_request_decode(frames, lens, n, &q, &err);
     q.conn_id = j->conn_id;
+    q.peer_uid = j->peer_uid;
     if (st == LMC_OK)
         st = lmc_op_execute(&s->ops, &q, &resp, &err);
+    if (st == LMC_OK && q.op == LMC_OP_REGISTER_KV_CACHE && conn_is_dropped(s, j->c))
+        /* Its connection closed while a worker registered (a large message): its regions
+         * were released before this one existed, so release this one too. */
+        lmc_op_connection_closed(&s->ops, j->conn_id);
     lmc_counters *counts = lmc_engine_counters(s->engine);
     LMC_COUNT(counts, requests, 1);
     if (st != LMC_OK) {
@@ -577,13 +608,101 @@ static void conn_drop(lmc_server *s, conn *c, bool close_it)
     lmc_zmtp_conn_free(&c->z, &c->h);
     if (close_it && zmq_send(s->stream, c->id, c->id_len, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0)
         zmq_send(s->stream, "", 0, ZMQ_DONTWAIT); /* an empty message closes it */
-    lmc_op_connection_closed(&s->ops, c->conn_id);
+    if (c->fd >= 0) {
+        conn **fl = &s->by_fd[c->fd];
+        while (*fl != c)
+            fl = &(*fl)->fd_next;
+        *fl = c->fd_next;
+    }
+    uint64_t conn_id = c->conn_id;
     pthread_mutex_lock(&s->q_mu);
     c->dropped = true;
     bool unused = c->pending == 0;
     pthread_mutex_unlock(&s->q_mu);
     if (unused)
         free(c); /* else its last job frees it */
+    /* What the connection left (its regions) goes now; after dropped is set (see run_job). */
+    lmc_op_connection_closed(&s->ops, conn_id);
+}
+
+/* The SO_COOKIE of socket fd (the kernel's number for the socket, never reused), 0 if unknown. */
+static uint64_t socket_cookie(int fd)
+{
+    uint64_t cookie = 0;
+    socklen_t len = sizeof(cookie);
+    if (getsockopt(fd, SOL_SOCKET, SO_COOKIE, &cookie, &len) != 0)
+        cookie = 0;
+    return cookie;
+}
+
+/* Note that connection c came in on socket fd (the connect notification's ZMQ_SRCFD). */
+static void conn_set_fd(lmc_server *s, conn *c, int fd)
+{
+    c->fd = -1;
+    c->uid = -1;
+    if (fd < 0)
+        return;
+    if ((size_t)fd >= s->by_fd_cap) {
+        size_t cap = s->by_fd_cap ? s->by_fd_cap : 64;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        conn **t = realloc(s->by_fd, cap * sizeof(*t));
+        if (t == NULL)
+            return; /* its uid stays unknown: its regions are refused */
+        memset(t + s->by_fd_cap, 0, (cap - s->by_fd_cap) * sizeof(*t));
+        s->by_fd = t;
+        s->by_fd_cap = cap;
+    }
+    c->fd = fd;
+    c->cookie = socket_cookie(fd);
+    c->fd_next = s->by_fd[fd];
+    s->by_fd[fd] = c;
+}
+
+/*
+ * The uid of the process at c's other end (peer_uid.h), asked of the
+ * kernel at the connection's first register_kv_cache and kept. -1 when it
+ * cannot be known, and in particular whenever the socket on c's fd may be
+ * another connection's: libzmq queues each connection's messages apart, so
+ * a closed connection's last messages (and even its connect notification)
+ * may be read after its fd number went to a newer connection. The socket's
+ * SO_COOKIE (never reused) then differs from the one c recorded, or
+ * another live connection recorded the same one (whose is it? not known
+ * for sure: refused this time, asked again at the next registration).
+ */
+static int64_t conn_peer_uid(lmc_server *s, conn *c)
+{
+    if (c->uid_looked_up)
+        return c->uid;
+    const char *why = "its socket is not known";
+    int64_t uid = -1;
+    bool final = true;
+    uint64_t now = c->fd >= 0 ? socket_cookie(c->fd) : 0;
+    if (c->fd >= 0 && now != c->cookie) {
+        why = "its socket was closed";
+    } else if (c->fd >= 0) {
+        for (conn *o = s->by_fd[c->fd]; o != NULL && final; o = o->fd_next)
+            final = o == c || o->cookie != now;
+        if (!final) {
+            why = "a connection that closed had the same socket number";
+        } else {
+            uid = lmc_socket_peer_uid(c->fd, &why);
+            if (socket_cookie(c->fd) != now) {
+                uid = -1; /* closed (and reused) during the lookup */
+                why = "its socket was closed";
+            }
+        }
+    }
+    c->uid = uid;
+    c->uid_looked_up = final;
+    if (uid < 0 && !s->warned_uid) {
+        s->warned_uid = true;
+        LMC_WARN(LOG_COMP,
+                 "connection %llu: cannot tell which user the client runs as (%s); "
+                 "register_kv_cache refuses its regions (warned once)",
+                 (unsigned long long)c->conn_id, why);
+    }
+    return uid;
 }
 
 /* Count a refusal and warn about refusals at most once per WARN_EVERY_MS. */
@@ -659,8 +778,8 @@ static void conn_message(void *ud, lmc_zmtp_message *m)
     dispatch(s, j);
 }
 
-/* A new connection: refused past --max-connections, else greeted. */
-static void conn_open(lmc_server *s, const uint8_t *id, size_t len)
+/* A new connection on socket fd: refused past --max-connections, else greeted. */
+static void conn_open(lmc_server *s, const uint8_t *id, size_t len, int fd)
 {
     bool refuse = s->n_conns >= s->cfg.limits.max_connections;
     conn *c = refuse || len > ROUTING_ID_MAX ? NULL : calloc(1, sizeof(*c));
@@ -675,6 +794,7 @@ static void conn_open(lmc_server *s, const uint8_t *id, size_t len)
     memcpy(c->id, id, len);
     c->id_len = len;
     c->conn_id = s->next_conn_id++;
+    conn_set_fd(s, c, fd);
     c->h = (lmc_zmtp_handler){.reserve = conn_reserve,
                               .release = conn_release,
                               .message = conn_message,
@@ -713,7 +833,7 @@ static void read_stream(lmc_server *s)
         size_t n = zmq_msg_size(&data);
         if (c == NULL) {
             if (n == 0)
-                conn_open(s, ip, il);
+                conn_open(s, ip, il, zmq_msg_get(&data, ZMQ_SRCFD));
             /* else: bytes of a connection dropped a moment ago */
         } else if (n == 0) {
             conn_drop(s, c, false); /* the peer went away */
@@ -818,6 +938,8 @@ static void dispatch(lmc_server *s, job *j)
      */
     lmc_op op =
         m->n_frames > 1 ? lmc_op_from_frame(m->data + m->off[1], m->len[1]) : LMC_OP_INVALID;
+    /* Only register_kv_cache needs the client's uid (the rule of regions.h). */
+    j->peer_uid = op == LMC_OP_REGISTER_KV_CACHE ? conn_peer_uid(s, j->c) : -1;
     if (lmc_op_on_loop_thread(op) && m->reserved <= LOOP_MAX_MESSAGE) {
         run_job(s, NULL, j);
         job_free(s, j);
@@ -976,6 +1098,7 @@ void lmc_server_destroy(lmc_server *s)
         while (s->conns[b])
             conn_drop(s, s->conns[b], false);
     free(s->workers);
+    free(s->by_fd);
     if (s->stream)
         zmq_close(s->stream);
     if (s->pull)

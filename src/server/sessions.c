@@ -29,6 +29,8 @@ struct lmc_session_table {
     /* What the limits count: sessions and keys in the table, draining, or reserved. */
     size_t n_sessions;
     size_t n_keys;
+    lmc_lookup_observer observer; /* NULL: none */
+    void *observer_ud;
 };
 
 static size_t bucket_of(const char *id)
@@ -52,6 +54,12 @@ lmc_status lmc_session_table_create(lmc_storage_manager *sm, lmc_counters *count
     pthread_mutex_init(&t->mu, NULL);
     *out = t;
     return LMC_OK;
+}
+
+void lmc_session_table_set_observer(lmc_session_table *t, lmc_lookup_observer fn, void *ud)
+{
+    t->observer = fn;
+    t->observer_ud = ud;
 }
 
 lmc_session *lmc_session_new(const char *request_id, int64_t world_size, uint32_t extra_count,
@@ -113,6 +121,11 @@ static lmc_session *unlink_session(lmc_session_table *t, const char *id)
     return NULL;
 }
 
+uint64_t lmc_sessions_now_ms(const lmc_session_table *t)
+{
+    return lmc_sm_now_ns(t->sm) / 1000000u;
+}
+
 /* The lookup's locks may have expired (and been taken afresh by someone else) from this time on. */
 static uint64_t locks_expire_ms(const lmc_session_table *t, const lmc_session *x)
 {
@@ -134,6 +147,8 @@ static bool collect(lmc_session_table *t, lmc_session *x)
      * next poll collects it. */
     if (lmc_sm_query_prefetch_status(t->sm, &x->handle, &bm) != LMC_OK)
         return false;
+    if (t->observer != NULL)
+        t->observer(t->observer_ud, x->request_id, &x->handle, &bm);
     size_t ws = (size_t)x->world_size;
     size_t hit = lmc_bitmap_count_leading_ones(&bm) / ws;
     size_t total = n_keys_of(x);
@@ -145,7 +160,7 @@ static bool collect(lmc_session_table *t, lmc_session *x)
         if (lmc_bitmap_test(&bm, i))
             extra[n_extra++] = x->keys[i];
     }
-    if (n_extra > 0 && lmc_mono_ms() < locks_expire_ms(t, x)) {
+    if (n_extra > 0 && lmc_sessions_now_ms(t) < locks_expire_ms(t, x)) {
         lmc_sm_finish_read_prefetched(t->sm, extra, n_extra, x->extra_count, NULL);
         LMC_COUNT(t->counts, finish_read_prefetched, 1);
     }
@@ -169,7 +184,7 @@ static void release_held(lmc_session_table *t, lmc_session *x)
     size_t n = x->hit_chunks * (size_t)x->world_size;
     if (!x->hits_known || n == 0)
         return;
-    if (lmc_mono_ms() >= locks_expire_ms(t, x)) {
+    if (lmc_sessions_now_ms(t) >= locks_expire_ms(t, x)) {
         memset(x->held, 0, n);
         return;
     }
@@ -297,6 +312,8 @@ void lmc_sessions_put(lmc_session_table *t, lmc_session *x)
 {
     x->last_used_ms = lmc_mono_ms();
     pthread_mutex_lock(&t->mu);
+    if (t->observer != NULL && x->has_handle)
+        t->observer(t->observer_ud, x->request_id, &x->handle, NULL);
     lmc_session *old = unlink_session(t, x->request_id);
     size_t b = bucket_of(x->request_id);
     x->next = t->buckets[b];
@@ -334,7 +351,7 @@ lmc_session_state lmc_sessions_query(lmc_session_table *t, const char *request_i
 bool lmc_sessions_claim(lmc_session_table *t, const char *request_id, const lmc_object_key *keys,
                         size_t n, size_t c0, int64_t rank, uint64_t *expires_ms)
 {
-    uint64_t now = lmc_mono_ms();
+    uint64_t now = lmc_sessions_now_ms(t);
     *expires_ms = UINT64_MAX;
     if (n == 0)
         return true;
@@ -352,7 +369,7 @@ bool lmc_sessions_claim(lmc_session_table *t, const char *request_id, const lmc_
     }
     for (size_t i = 0; i < n; i++)
         x->held[(c0 + i) * ws + (size_t)rank]--;
-    x->last_used_ms = now;
+    x->last_used_ms = lmc_mono_ms();
     *expires_ms = locks_expire_ms(t, x);
     ok = true;
 out:
@@ -414,7 +431,7 @@ size_t lmc_sessions_poll_draining(lmc_session_table *t)
     t->draining = NULL;
     pthread_mutex_unlock(&t->mu);
     lmc_session *still = NULL, *still_tail = NULL;
-    uint64_t now = lmc_mono_ms();
+    uint64_t now = lmc_sessions_now_ms(t);
     while (list) {
         lmc_session *x = list;
         list = x->next;

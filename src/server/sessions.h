@@ -28,7 +28,9 @@
  *   - L1 read locks expire by themselves after the read TTL, and a key
  *     locked afresh afterwards counts from zero: a session whose locks may
  *     have expired (read TTL since its lookup) releases nothing, so it can
- *     never release a newer holder's lock. A claim is refused then.
+ *     never release a newer holder's lock. A claim is refused then. That
+ *     time is the StorageManager's clock (lmc_sessions_now_ms: the
+ *     monotonic one in a server, virtual time in a replay), the L1's own.
  *
  * Limits: the table holds at most max_sessions sessions and max_keys keys
  * (draining sessions included); lmc_sessions_reserve is asked before a
@@ -63,7 +65,7 @@ typedef struct lmc_session {
     bool hits_known;
     size_t hit_chunks;
     bool touch_at_end;  /* end_session: touch the keys once released */
-    uint64_t locked_ms; /* when the lookup took its locks (they expire read_ttl_ms later) */
+    uint64_t locked_ms; /* lmc_sessions_now_ms when the lookup took its locks (read_ttl_ms) */
     uint64_t last_used_ms;
 } lmc_session;
 
@@ -75,12 +77,26 @@ typedef struct lmc_session_limits {
 
 typedef struct lmc_session_table lmc_session_table;
 
+/*
+ * Sees each lookup's prefetch twice: when its session is put (found NULL:
+ * only the handle's L1 hits are known) and when its result is collected
+ * (found: the found-key bitmap, before it is folded into hit chunks). The
+ * replay's engine mode reads its outcomes from it. Called with the table's
+ * mutex held (or by the thread that owns a session taken out of the
+ * table): it may only record what it is given.
+ */
+typedef void (*lmc_lookup_observer)(void *ud, const char *request_id,
+                                    const lmc_prefetch_handle *handle, const lmc_bitmap *found);
+
 /* sm and counts are borrowed and must outlive the table. */
 lmc_status lmc_session_table_create(lmc_storage_manager *sm, lmc_counters *counts,
                                     const lmc_session_limits *limits, lmc_session_table **out,
                                     lmc_error *err);
 /* Releases what every session left still holds, then frees them. */
 void lmc_session_table_destroy(lmc_session_table *t);
+
+/* Set (or with NULL clear) the table's lookup observer; before any session is put. */
+void lmc_session_table_set_observer(lmc_session_table *t, lmc_lookup_observer fn, void *ud);
 
 /*
  * Room for one more session of n_keys keys, before its lookup takes any
@@ -128,7 +144,7 @@ lmc_session_state lmc_sessions_query(lmc_session_table *t, const char *request_i
  * its prefetch first if it finished). True when the session held one on
  * every key and they cannot have expired yet: the caller now owns those
  * locks and releases them (finish_read_prefetched, extra_count 0) once
- * read, unless lmc_mono_ms() has reached *expires_ms by then (the locks
+ * read, unless lmc_sessions_now_ms() has reached *expires_ms by then (the locks
  * may have expired and been taken afresh by someone else). False when it
  * did not (nothing is taken).
  */
@@ -150,6 +166,9 @@ void lmc_sessions_expire(lmc_session_table *t, uint64_t now_ms, uint64_t ttl_ms)
  * waiting further. Returns how many are still draining.
  */
 size_t lmc_sessions_poll_draining(lmc_session_table *t);
+
+/* The clock the L1 read locks expire by (the StorageManager's), in ms. */
+uint64_t lmc_sessions_now_ms(const lmc_session_table *t);
 
 /* Sessions (table and draining) and keys they hold now, for tests and limits. */
 void lmc_sessions_usage(lmc_session_table *t, size_t *sessions, size_t *keys);

@@ -96,7 +96,7 @@ AFTER=$(rss_kb "$SRV")
 # Forged lines: every log line starts with a timestamp; none starts with the client's text.
 ! grep -q '^FORGED-LINE' "$T/server.log"
 expect "client strings cannot forge log lines" $?
-grep -q 'nope\\nFORGED-LINE' "$T/server.log"
+grep -q 'attack-log\\nFORGED-LINE' "$T/server.log"
 expect "the client string is logged escaped" $?
 ! grep -q 'write_locked' "$T/server.log"
 expect "the log never calls a key write_locked" $?

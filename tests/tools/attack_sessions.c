@@ -672,10 +672,18 @@ static int attack_log_forge(void)
     lmc_status st = raw_call(c, LMC_OP_REGISTER_KV_CACHE, p, 5, NULL, NULL, &err);
     for (int i = 0; i < 5; i++)
         msgpack_sbuffer_destroy(&p[i]);
-    lmc_client_destroy(c);
     if (st != LMC_ERR_INVALID)
         return fail("log-forge", "%s", "the register was not refused");
-    printf("attack log-forge: ok (refused: %s)\n", err.msg);
+    /* A lookup of a model nobody registered: the error (logged) names it. */
+    size_t cs = (size_t)lmc_client_chunk_size(c);
+    uint32_t *tok = tokens(cs, 5);
+    st = raw_lookup(c, "attack-log\nFORGED-LINE WARNING [server] all is well", 1, "log", tok, cs, 1,
+                    NULL, &err);
+    free(tok);
+    lmc_client_destroy(c);
+    if (st != LMC_ERR_INVALID)
+        return fail("log-forge", "%s", "the lookup was not refused");
+    printf("attack log-forge: ok (refused)\n");
     return 0;
 }
 

@@ -45,11 +45,22 @@ static void test_printable_text_and_utf8_stay_as_they_are(void **state)
     assert_string_equal(g_seen, "model 'modèle/7B', 3 chunks");
 }
 
+static void test_text_escaped_already_is_not_escaped_twice(void **state)
+{
+    (void)state;
+    lmc_log_set_sink(sink, NULL);
+    /* A trace's qualname, escaped by its reader before it reaches the log. */
+    LMC_WARN("replay", "no handler for qualname '%s'", "finish_write\\x00evil");
+    lmc_log_set_sink(NULL, NULL);
+    assert_string_equal(g_seen, "no handler for qualname 'finish_write\\x00evil'");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_control_bytes_in_a_message_are_escaped),
         cmocka_unit_test(test_printable_text_and_utf8_stay_as_they_are),
+        cmocka_unit_test(test_text_escaped_already_is_not_escaped_twice),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 
 #include "core/digest.h"
 #include "trace/codec.h"
+#include "trace/format.h"
 
 uint8_t *tt_unhex(const char *hex, size_t *n)
 {
@@ -211,4 +212,64 @@ void tt_write_file(const char *path, const void *p, size_t n)
     if (n > 0)
         assert_int_equal(fwrite(p, 1, n, f), n);
     assert_int_equal(fclose(f), 0);
+}
+
+void tt_trace_begin(tt_trace *t, int64_t schema)
+{
+    msgpack_sbuffer_init(&t->buf);
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, "LMCT", 4);
+    h.magic_len = 4;
+    h.format_version = 1;
+    h.level = "storage";
+    h.trace_schema_version = schema;
+    h.t_mono_start = 100.0;
+    h.t_wall_start = 1700000000.0;
+    h.sm_config_json = "";
+    h.sm_config_digest = "";
+    assert_int_equal(lmc_trace_encode_header(&t->buf, &h, NULL), LMC_OK);
+}
+
+static void keys_record(tt_trace *t, double t_mono, const char *qualname,
+                        const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                        const char *mode, int64_t extra_count)
+{
+    lmc_tv *items = calloc(n ? n : 1, sizeof(*items));
+    assert_non_null(items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    lmc_trace_arg args[4];
+    size_t na = 0;
+    args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
+    if (lay)
+        args[na++] = (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
+    if (mode)
+        args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+    if (extra_count >= 0)
+        args[na++] = (lmc_trace_arg){"extra_count", 11, {.kind = LMC_TV_INT, .u.i = extra_count}};
+    assert_int_equal(lmc_trace_encode_record(&t->buf, t_mono, 1700000000.0 + t_mono, qualname,
+                                             strlen(qualname), args, na, NULL),
+                     LMC_OK);
+    free(items);
+}
+
+void tt_trace_keys_record(tt_trace *t, double t_mono, const char *qualname,
+                          const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                          const char *mode)
+{
+    keys_record(t, t_mono, qualname, keys, n, lay, mode, -1);
+}
+
+void tt_trace_keys_record_extra(tt_trace *t, double t_mono, const char *qualname,
+                                const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                                int64_t extra_count)
+{
+    keys_record(t, t_mono, qualname, keys, n, lay, NULL, extra_count);
+}
+
+void tt_trace_end(tt_trace *t, const char *path)
+{
+    tt_write_file(path, t->buf.data, t->buf.size);
+    msgpack_sbuffer_destroy(&t->buf);
 }
