@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Soak: a recording server under several concurrent clients with different
 # request mixes, two workers of world size 2 (every byte checked per rank),
-# clients killed mid-request, connections that vanish mid-message, clear
-# calls racing everything, and a burst of garbage, for SOAK_SECONDS
+# clients killed mid-request, connections that vanish mid-message, clients
+# that truncate their region and that unregister it mid-request
+# (tests/tools/attack.c's attacks, in a loop), clear calls racing
+# everything, and a burst of garbage, for SOAK_SECONDS
 # (default 20; scripts/soak runs it longer). At the end: 0 corrupt chunks, L1 memcheck clean, no lock left held
 # once the TTLs pass, the trace's counts equal the server's counters, and a
 # replay of the trace completes with 0 failed records.
@@ -30,10 +32,13 @@ P=lmcache.v1.distributed.storage_manager.StorageManager
 PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
     echo $((20000 + RANDOM % 20000)))
 mkdir -p "$T/l2"
+# The trace must hold every call (its counts are checked against the counters): a queue that
+# does not overflow (and drop records) when the clients keep both cores busy.
 LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$PORT" --max-workers 2 --l1-size-gb 0.02 \
     --eviction-policy LRU --l1-read-ttl-seconds $TTL --l1-write-ttl-seconds $TTL \
     --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2\"}" \
     --trace-level storage --trace-output "$T/soak.lct" --counters-output "$T/counters.json" \
+    --event-bus-queue-size 100000 \
     2> "$T/server.log" &
 SERVER=$!
 PIDS+=("$SERVER")
@@ -70,11 +75,17 @@ B=$!
   done ) &
 C=$!
 # Client E: world size 2, one process holding both workers' regions.
-"$TOOLS/attack_sessions" 127.0.0.1 "$PORT" soak-ws2 "$SECONDS_TOTAL" > "$T/ws2.out" 2>&1 &
+"$TOOLS/attack" soak-ws2 127.0.0.1 "$PORT" "$SECONDS_TOTAL" > "$T/ws2.out" 2>&1 &
 E=$!
 # Client F: connections that send part of a request and vanish.
-"$TOOLS/attack_sessions" 127.0.0.1 "$PORT" soak-vanish "$SECONDS_TOTAL" > "$T/vanish.out" 2>&1 &
+"$TOOLS/attack" soak-vanish 127.0.0.1 "$PORT" "$SECONDS_TOTAL" > "$T/vanish.out" 2>&1 &
 F=$!
+# Client G: truncates its region under its own stores and retrieves, and grows it back.
+"$TOOLS/attack" soak-truncate 127.0.0.1 "$PORT" "$SECONDS_TOTAL" > "$T/truncate.out" 2>&1 &
+G=$!
+# Client H: unregisters (and re-registers) its region while its requests are in flight.
+"$TOOLS/attack" soak-unregister 127.0.0.1 "$PORT" "$SECONDS_TOTAL" > "$T/unregister.out" 2>&1 &
+H=$!
 # Clears racing everything, and one burst of garbage.
 "$TOOLS/clear_loop" 127.0.0.1 "$PORT" "$SECONDS_TOTAL" 300 > "$T/clear.out" 2>&1 &
 D=$!
@@ -84,6 +95,8 @@ wait "$A" "$B" "$C"
 wait "$D"; expect "clear calls succeed: $(cat "$T/clear.out")" $?
 wait "$E"; expect "world size 2: every byte checked, no call failed: $(cat "$T/ws2.out")" $?
 wait "$F"; expect "vanishing connections: $(cat "$T/vanish.out")" $?
+wait "$G"; expect "truncated regions: the server held, what read back was right: $(cat "$T/truncate.out")" $?
+wait "$H"; expect "unregister mid-request: every request answered: $(cat "$T/unregister.out")" $?
 
 runs=$(ls "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
 [ "$runs" -ge 2 ]; expect "clients completed runs ($runs)" $?
@@ -92,7 +105,7 @@ bad=$(grep -L '"corrupt_chunks": 0' "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc
 [ "$bad" = 0 ]; expect "0 corrupt chunks in every run" $?
 requests=$(cat "$T"/a.*.json "$T"/b.*.json 2>/dev/null | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p' | awk '{s += $1} END {print s + 0}')
 echo "soak: $runs client runs, $requests requests verified, $SECONDS_TOTAL s"
-cat "$T/ws2.out" "$T/vanish.out"
+cat "$T/ws2.out" "$T/vanish.out" "$T/truncate.out" "$T/unregister.out"
 
 # Let every lock's TTL pass, then stop: the shutdown audit must find none held.
 sleep $((TTL + 1))
