@@ -341,6 +341,60 @@ lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const
     }
 }
 
+/* The current record's qualname, NUL-terminated in the arena; NULL when memory runs out. */
+static const char *copy_qualname(lmc_trace_reader *r, const char *q, size_t qlen)
+{
+    char *copy = lmc_arena_alloc(&r->arena, qlen + 1);
+    if (copy != NULL) {
+        memcpy(copy, q, qlen);
+        copy[qlen] = '\0';
+    }
+    return copy;
+}
+
+lmc_status lmc_trace_reader_next_record(lmc_trace_reader *r, lmc_trace_record *rec)
+{
+    memset(rec, 0, sizeof(*rec));
+    const char *q;
+    size_t qlen;
+    lmc_status st = lmc_trace_reader_next_peek(r, &rec->t_mono, &q, &qlen);
+    if (st != LMC_OK)
+        return st;
+    lmc_arena_reset(&r->arena);
+    if ((rec->qualname = copy_qualname(r, q, qlen)) == NULL) {
+        LMC_ERROR("trace", "TraceReader: out of memory for a qualname of %zu bytes", qlen);
+        r->done = true;
+        forget_peek(r);
+        return LMC_ERR_IO;
+    }
+    rec->qualname_len = qlen;
+    return LMC_OK;
+}
+
+lmc_status lmc_trace_reader_decode_args(lmc_trace_reader *r, lmc_trace_record *rec, lmc_error *err)
+{
+    if (r->peek_body == NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID, "TraceReader: no record is current");
+    /* Decoding resets the arena, and the qualname copy with it: the decode makes its own. */
+    lmc_trace_record full;
+    double t_mono = rec->t_mono;
+    size_t qlen = rec->qualname_len;
+    lmc_arena_reset(&r->arena);
+    lmc_status st = lmc_trace_decode_record(r->peek_body, r->peek_len, &r->arena, &full, err);
+    if (st == LMC_OK) {
+        *rec = full;
+        return LMC_OK;
+    }
+    /* The frame's own qualname bytes are still there: peek them again for the copy. */
+    const char *q = NULL;
+    lmc_trace_peek_record(r->peek_body, r->peek_len, &t_mono, &q, &qlen, NULL);
+    memset(rec, 0, sizeof(*rec));
+    rec->t_mono = t_mono;
+    rec->qualname = q != NULL ? copy_qualname(r, q, qlen) : NULL;
+    rec->qualname_len = rec->qualname != NULL ? qlen : 0;
+    return st;
+}
+
 lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value)
 {
     if (r->peek_body == NULL || name == NULL)

@@ -48,6 +48,25 @@ const lmc_trace_header *lmc_trace_reader_header(const lmc_trace_reader *r);
 lmc_status lmc_trace_reader_next(lmc_trace_reader *r, lmc_trace_record *rec);
 
 /*
+ * The next record with its args not decoded yet: t_mono and qualname (a
+ * NUL-terminated copy); t_wall and offset 0, args NULL, nargs 0. Valid
+ * until the next call. Same results as lmc_trace_reader_next_peek (it is
+ * as fast); lmc_trace_reader_decode_args then decodes the args of a record
+ * the caller wants, so a pass can decode only the records it needs.
+ */
+lmc_status lmc_trace_reader_next_record(lmc_trace_reader *r, lmc_trace_record *rec);
+
+/*
+ * Decode the whole of rec, the record the last next_record returned, as
+ * lmc_trace_reader_next would have (args through the codecs, t_wall),
+ * except that offset stays 0.
+ * LMC_OK; LMC_ERR_FORMAT or LMC_ERR_NOMEM, the reason in err, when its
+ * args do not decode (rec keeps t_mono and qualname, args NULL);
+ * LMC_ERR_INVALID when no record is current.
+ */
+lmc_status lmc_trace_reader_decode_args(lmc_trace_reader *r, lmc_trace_record *rec, lmc_error *err);
+
+/*
  * The next record's t_mono and qualname only (fast; args not decoded).
  * The qualname is valid until the next call.
  */
