@@ -115,20 +115,21 @@ void lmc_mrc_destroy(lmc_mrc *m)
     free(m);
 }
 
-/* The first grid index whose capacity is >= x (n_caps when none is). */
+/*
+ * The first grid index whose capacity is >= x (n_caps when none is).
+ * Branch-free: the comparisons of a search over random distances would
+ * mispredict about half the time.
+ */
 static inline size_t grid_index(const lmc_mrc *m, uint64_t x)
 {
-    size_t lo = 0, n = m->n_caps;
-    while (n > 0) {
+    const uint64_t *base = m->caps;
+    size_t n = m->n_caps;
+    while (n > 1) {
         size_t half = n / 2;
-        if (m->caps[lo + half] < x) {
-            lo += half + 1;
-            n -= half + 1;
-        } else {
-            n = half;
-        }
+        base = base[half - 1] < x ? base + half : base;
+        n -= half;
     }
-    return lo;
+    return (size_t)(base - m->caps) + (*base < x);
 }
 
 static inline uint64_t scaled(const lmc_mrc *m, uint64_t v)
@@ -160,6 +161,16 @@ lmc_status lmc_mrc_access(lmc_mrc *m, uint32_t id, uint64_t size, unsigned group
     uint64_t need = bytes > UINT64_MAX - r.size ? UINT64_MAX : bytes + r.size;
     m->counts[g * (m->n_caps + 1) + grid_index(m, need)]++;
     return LMC_OK;
+}
+
+void lmc_mrc_prefetch_id(const lmc_mrc *m, uint32_t id)
+{
+    lmc_stackdist_prefetch_id(m->sd, id);
+}
+
+void lmc_mrc_prefetch_last(const lmc_mrc *m, uint32_t id)
+{
+    lmc_stackdist_prefetch_last(m->sd, id);
 }
 
 /* Linear interpolation of y over log(x) at c, on points (x ascending); clamped at the ends. */

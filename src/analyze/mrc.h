@@ -67,6 +67,10 @@ void lmc_mrc_destroy(lmc_mrc *m); /* NULL is fine */
  */
 lmc_status lmc_mrc_access(lmc_mrc *m, uint32_t id, uint64_t size, unsigned group);
 
+/* Prefetch hints for the next accesses (analyze/stackdist.h); no effect on results. */
+void lmc_mrc_prefetch_id(const lmc_mrc *m, uint32_t id);
+void lmc_mrc_prefetch_last(const lmc_mrc *m, uint32_t id);
+
 typedef struct lmc_mrc_point {
     uint64_t capacity;  /* bytes */
     double hit_rate;    /* hits / accesses with an L1 of this many bytes */
