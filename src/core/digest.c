@@ -11,8 +11,12 @@
  */
 #include "core/digest.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "core/log.h"
 
@@ -45,4 +49,48 @@ void lmc_hex_encode(const void *data, size_t len, char *out)
         out[2 * i + 1] = hex[p[i] & 0xf];
     }
     out[2 * len] = '\0';
+}
+
+lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1], lmc_error *err)
+{
+    out[0] = '\0';
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return lmc_error_set(err, errno == ENOENT ? LMC_ERR_NOT_FOUND : LMC_ERR_IO,
+                             "cannot read '%s': %s", path, strerror(errno));
+    lmc_status st = LMC_OK;
+    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+    enum { BUF = 1 << 20 };
+    uint8_t *buf = malloc(BUF);
+    if (ctx == NULL || buf == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+        st = lmc_error_set(err, LMC_ERR_NOMEM, "SHA-256 of '%s': out of memory", path);
+        goto out;
+    }
+    for (;;) {
+        ssize_t n = read(fd, buf, BUF);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            st = lmc_error_set(err, LMC_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
+            goto out;
+        }
+        if (n == 0)
+            break;
+        if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
+            st = lmc_error_set(err, LMC_ERR_INTERNAL, "SHA-256 of '%s': OpenSSL failed", path);
+            goto out;
+        }
+    }
+    uint8_t raw[LMC_SHA256_LEN];
+    unsigned int len = 0;
+    if (EVP_DigestFinal_ex(ctx, raw, &len) != 1 || len != LMC_SHA256_LEN) {
+        st = lmc_error_set(err, LMC_ERR_INTERNAL, "SHA-256 of '%s': OpenSSL failed", path);
+        goto out;
+    }
+    lmc_hex_encode(raw, sizeof(raw), out);
+out:
+    free(buf);
+    EVP_MD_CTX_free(ctx);
+    close(fd);
+    return st;
 }

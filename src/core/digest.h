@@ -1,8 +1,9 @@
 /*
  * digest.h -- SHA-256 as lowercase hex (OpenSSL).
  *
- * Owns nothing. Used for the trace header's sm_config_digest and the
- * server's prefix-chained chunk hashes.
+ * Owns nothing. Used for the trace header's sm_config_digest, the
+ * server's prefix-chained chunk hashes, and the digest of a trace file that
+ * analyses name.
  *
  * Threads: thread-safe.
  */
@@ -12,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "lmcache/status.h"
+
 #define LMC_SHA256_LEN 32
 #define LMC_SHA256_HEX_LEN 64
 
@@ -20,6 +23,12 @@ void lmc_sha256(const void *data, size_t len, uint8_t out[LMC_SHA256_LEN]);
 
 /* 64 lowercase hex characters plus NUL. */
 void lmc_sha256_hex(const void *data, size_t len, char out[LMC_SHA256_HEX_LEN + 1]);
+
+/*
+ * The SHA-256 of a whole file, as 64 lowercase hex characters plus NUL
+ * (what sha256sum prints); errors name the path.
+ */
+lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1], lmc_error *err);
 
 /* Lowercase hex of any byte string into out (2*len+1 bytes). */
 void lmc_hex_encode(const void *data, size_t len, char *out);
