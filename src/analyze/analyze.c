@@ -567,8 +567,8 @@ void lmc_analyze_result_free(lmc_analyze_result *r)
     r->n_groups = r->n_buckets = 0;
 }
 
-lmc_status lmc_analyze_file(const char *path, const lmc_analyze_options *o,
-                            lmc_analyze_result *out, lmc_error *err)
+lmc_status lmc_analyze_file(const char *path, const lmc_analyze_options *o, lmc_analyze_result *out,
+                            lmc_error *err)
 {
     memset(out, 0, sizeof(*out));
     lmc_analyze_options opt = *o;

@@ -141,7 +141,7 @@ void lmc_analyze_result_free(lmc_analyze_result *r);
  * rate), with the file's fields of the result. Errors are the reader's
  * (they name the file) or LMC_ERR_NOMEM.
  */
-lmc_status lmc_analyze_file(const char *path, const lmc_analyze_options *o,
-                            lmc_analyze_result *out, lmc_error *err);
+lmc_status lmc_analyze_file(const char *path, const lmc_analyze_options *o, lmc_analyze_result *out,
+                            lmc_error *err);
 
 #endif

@@ -16,6 +16,8 @@ typedef struct lmc_cli_command {
 int lmc_cmd_server(int argc, char **argv);
 int lmc_cmd_trace(int argc, char **argv);
 int lmc_cmd_bench(int argc, char **argv);
+/* `lmcache trace analyze` (cmd_analyze.c). */
+int lmc_cmd_trace_analyze(int argc, char **argv);
 
 /* True when arg is "-h" or "--help". */
 bool lmc_cli_is_help(const char *arg);

@@ -596,6 +596,8 @@ static const lmc_cli_command subs[] = {
     {"info", "print a trace's header, per-operation counts and duration", cmd_trace_info},
     {"replay", "replay a trace against a fresh StorageManager and report latencies",
      cmd_trace_replay},
+    {"analyze", "the workload, its reuse and the exact LRU miss-ratio curve, in one pass",
+     lmc_cmd_trace_analyze},
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
 };
 
