@@ -16,9 +16,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/analyze.h"
+#include "analyze/output.h"
 #include "cli.h"
 #include "core/clock.h"
 #include "core/flags.h"
+#include "core/json.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "replay/driver.h"
@@ -87,18 +90,124 @@ static void row(const char *label, const char *value)
 
 static void info_usage(FILE *out)
 {
-    fprintf(out, "usage: lmcache trace info [--help] FILE\n\n"
-                 "Print a trace's header fields, per-operation record counts, total records\n"
-                 "and duration (the largest record t_mono).\n");
+    fprintf(out, "usage: lmcache trace info [--help] [--format terminal|json] FILE\n\n"
+                 "Print a trace's header fields, per-operation record counts, total records,\n"
+                 "duration (the largest record t_mono), and the unique keys looked up and their\n"
+                 "footprint (the cheap summary of `lmcache trace analyze`).\n");
+}
+
+/* The unique keys and footprint rows, after LMCache's block. */
+static void info_keys_rows(const lmc_analyze_result *k)
+{
+    char buf[160], a[32], b[32];
+    const char *est = k->estimated ? "~" : "";
+    snprintf(buf, sizeof(buf), "%llu (%llu keys)", (unsigned long long)k->requests,
+             (unsigned long long)k->keys);
+    row("lookups", buf);
+    snprintf(buf, sizeof(buf), "%s%llu", est, (unsigned long long)k->unique_keys);
+    row("unique_keys", buf);
+    lmc_analyze_fmt_bytes(k->footprint_bytes, a, sizeof(a));
+    lmc_analyze_fmt_bytes(k->min_object_bytes, b, sizeof(b));
+    snprintf(buf, sizeof(buf), "%s%llu bytes (%s; objects of %s%s)", est,
+             (unsigned long long)k->footprint_bytes, a, b,
+             k->max_object_bytes != k->min_object_bytes ? " and more" : "");
+    row("footprint", buf);
+    if (k->estimated) {
+        snprintf(buf, sizeof(buf), "keys sampled at rate %.4g (the file is over 2 GiB)",
+                 k->sample_rate);
+        row("estimates", buf);
+    }
+}
+
+/*
+ * `trace info --format json`: {"schema": "lmcache.trace_info", ...} (docs/cli.md).
+ * NULL when memory runs out.
+ */
+static char *info_json(const char *path, const lmc_trace_header *h, double duration,
+                       uint64_t total, bool has_dropped, uint64_t dropped, const op_counts *ops,
+                       bool truncated, const lmc_analyze_result *k)
+{
+    lmc_json *o = lmc_json_object();
+    lmc_status st = lmc_json_object_set(o, "schema", lmc_json_string("lmcache.trace_info"));
+    st |= lmc_json_object_set(o, "schema_version", lmc_json_int(1));
+    lmc_json *tool = lmc_json_object();
+    st |= lmc_json_object_set(tool, "name", lmc_json_string("lmcache"));
+    st |= lmc_json_object_set(tool, "version", lmc_json_string(LMC_VERSION));
+    st |= lmc_json_object_set(o, "tool", tool);
+    st |= lmc_json_object_set(o, "path", lmc_json_string(path));
+    lmc_json *hd = lmc_json_object();
+    st |= lmc_json_object_set(hd, "level", lmc_json_string(h->level));
+    st |= lmc_json_object_set(hd, "format_version", lmc_json_int(h->format_version));
+    st |= lmc_json_object_set(hd, "trace_schema_version", lmc_json_int(h->trace_schema_version));
+    st |= lmc_json_object_set(hd, "t_mono_start", lmc_json_float(h->t_mono_start));
+    st |= lmc_json_object_set(hd, "t_wall_start", lmc_json_float(h->t_wall_start));
+    st |= lmc_json_object_set(hd, "sm_config_digest", h->sm_config_digest[0]
+                                                          ? lmc_json_string(h->sm_config_digest)
+                                                          : lmc_json_null());
+    lmc_json *meta = lmc_json_object();
+    for (size_t i = 0; i < h->n_meta; i++)
+        st |= lmc_json_object_set(meta, h->meta_keys[i], lmc_json_string(h->meta_values[i]));
+    st |= lmc_json_object_set(hd, "level_meta", meta);
+    st |= lmc_json_object_set(o, "header", hd);
+    st |= lmc_json_object_set(o, "duration_s", lmc_json_float(duration));
+    st |= lmc_json_object_set(o, "total_records", lmc_json_int((int64_t)total));
+    st |= lmc_json_object_set(o, "dropped_records",
+                              has_dropped ? lmc_json_int((int64_t)dropped) : lmc_json_null());
+    st |= lmc_json_object_set(o, "truncated", lmc_json_bool(truncated));
+    lmc_json *counts = lmc_json_object();
+    for (size_t i = 0; i < ops->n; i++)
+        st |= lmc_json_object_set(counts, ops->v[i].qualname,
+                                  lmc_json_int((int64_t)ops->v[i].count));
+    st |= lmc_json_object_set(o, "ops", counts);
+    lmc_json *keys = lmc_json_object();
+    st |= lmc_json_object_set(keys, "requests", lmc_json_int((int64_t)k->requests));
+    st |= lmc_json_object_set(keys, "keys_looked_up", lmc_json_int((int64_t)k->keys));
+    st |= lmc_json_object_set(keys, "unique_keys", lmc_json_int((int64_t)k->unique_keys));
+    st |= lmc_json_object_set(keys, "footprint_bytes", lmc_json_int((int64_t)k->footprint_bytes));
+    st |= lmc_json_object_set(keys, "object_bytes_min", lmc_json_int((int64_t)k->min_object_bytes));
+    st |= lmc_json_object_set(keys, "object_bytes_max", lmc_json_int((int64_t)k->max_object_bytes));
+    st |= lmc_json_object_set(keys, "estimated", lmc_json_bool(k->estimated));
+    st |= lmc_json_object_set(keys, "sample_rate", lmc_json_float(k->sample_rate));
+    st |= lmc_json_object_set(o, "keys", keys);
+    char *text = NULL;
+    size_t len;
+    if (st == LMC_OK && (text = lmc_json_dumps(o, 0, 2, &len)) != NULL) {
+        char *t = realloc(text, len + 2);
+        if (t == NULL) {
+            free(text);
+            text = NULL;
+        } else {
+            text = t;
+            memcpy(text + len, "\n", 2);
+        }
+    }
+    lmc_json_free(o);
+    return text;
 }
 
 static int cmd_trace_info(int argc, char **argv)
 {
     const char *path = NULL;
+    bool json = false;
     for (int i = 1; i < argc; i++) {
         if (lmc_cli_is_help(argv[i])) {
             info_usage(stdout);
             return 0;
+        }
+        bool m;
+        const char *v = lmc_flag_value("--format", argc, argv, &i, &m);
+        if (m) {
+            if (v == NULL) {
+                fprintf(stderr, "lmcache trace info: --format: a value is required\n");
+                return 2;
+            }
+            if (strcmp(v, "json") != 0 && strcmp(v, "terminal") != 0) {
+                fprintf(stderr,
+                        "lmcache trace info: --format: '%s' is not one of terminal, json\n", v);
+                return 2;
+            }
+            json = strcmp(v, "json") == 0;
+            continue;
         }
         if (argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr, "lmcache trace info: unknown option '%s'\n\n", argv[i]);
@@ -132,7 +241,22 @@ static int cmd_trace_info(int argc, char **argv)
     const char *q;
     size_t qlen;
     int rc = 0;
-    while (lmc_trace_reader_next_peek(rd, &t_mono, &q, &qlen) == LMC_OK) {
+    /* The unique keys and footprint come from the same pass (the analysis's summary). */
+    struct stat st;
+    lmc_analyze_options ko = {.file_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0};
+    lmc_analyze *keys = NULL;
+    lmc_analyze_result kr;
+    memset(&kr, 0, sizeof(kr));
+    if (lmc_analyze_create(&ko, &keys, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace info: %s\n", err.msg);
+        lmc_trace_reader_close(rd);
+        return 1;
+    }
+    lmc_trace_record rec;
+    while (lmc_trace_reader_next_record(rd, &rec) == LMC_OK) {
+        t_mono = rec.t_mono;
+        q = rec.qualname;
+        qlen = rec.qualname_len;
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             has_dropped = true;
@@ -149,8 +273,31 @@ static int cmd_trace_info(int argc, char **argv)
             rc = 1;
             break;
         }
+        /* Last: decoding the record's args replaces q's copy of the qualname. */
+        if (lmc_analyze_record(keys, rd, &rec, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace info: %s\n", err.msg);
+            rc = 1;
+            break;
+        }
+    }
+    if (rc == 0 && lmc_analyze_result_get(keys, &kr, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace info: %s\n", err.msg);
+        rc = 1;
     }
     const lmc_trace_header *h = lmc_trace_reader_header(rd);
+    qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
+    if (json) {
+        char *text = info_json(path, h, duration, total, has_dropped, dropped, &ops,
+                               lmc_trace_reader_truncated(rd), &kr);
+        if (text == NULL) {
+            fprintf(stderr, "lmcache trace info: out of memory\n");
+            rc = 1;
+        } else {
+            fputs(text, stdout);
+            free(text);
+        }
+        goto done;
+    }
     char buf[128];
     printf("Trace file: %s\n", path);
     row("level", h->level);
@@ -173,16 +320,19 @@ static int cmd_trace_info(int argc, char **argv)
         printf("  ops: (none)\n");
     } else {
         printf("  ops:\n");
-        qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
         for (size_t i = 0; i < ops.n; i++)
             printf("    %s: %llu\n", ops.v[i].qualname, (unsigned long long)ops.v[i].count);
     }
+    info_keys_rows(&kr);
+done:
     if (lmc_trace_reader_truncated(rd))
         fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
                         "above cover the complete records\n", path);
     for (size_t i = 0; i < ops.n; i++)
         free(ops.v[i].qualname);
     free(ops.v);
+    lmc_analyze_result_free(&kr);
+    lmc_analyze_destroy(keys);
     lmc_trace_reader_close(rd);
     return rc;
 }
