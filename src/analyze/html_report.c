@@ -1,10 +1,10 @@
 /*
  * html_report.c -- the HTML report of a trace analysis (output.h), built
  * with report/html.h: a header naming the trace and the command, the
- * workload tables, the miss-ratio curve (hit rate against L1 capacity on
- * a log axis, with its error band when sampled and the recorded hit rate
- * for reference), request and key rates over time, and the reuse-distance
- * histograms.
+ * miss-ratio curve (hit rate against L1 capacity on a log axis, with its
+ * error band when sampled and the recorded hit rate for reference), the
+ * workload tables, request and key rates over time, and the
+ * reuse-distance histograms.
  *
  * Owns nothing. Threads: none.
  */
@@ -313,14 +313,15 @@ char *lmc_analyze_format_html(const lmc_analyze_source *src, const lmc_analyze_r
     lmc_report *r = lmc_report_begin(&h);
     if (r == NULL)
         return NULL;
+    /* The answer first: how much L1 the workload needs. */
+    lmc_report_section(r, "Miss-ratio curve", NULL);
+    curve(r, res);
     lmc_report_section(r, "Workload",
                        "A request is one submit_prefetch_task (a lookup); its keys are the "
                        "accesses. The recorded hit rate is keys read "
                        "(read_prefetched_results) over keys looked up.");
     workload(r, res);
     groups(r, res);
-    lmc_report_section(r, "Miss-ratio curve", NULL);
-    curve(r, res);
     lmc_report_section(r, "Rates over time", NULL);
     rates(r, res);
     lmc_report_section(r, "Reuse distance", NULL);

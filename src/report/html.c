@@ -467,7 +467,13 @@ typedef struct frame {
 } frame;
 
 /* Legend entries in rows from the left; returns the rows used. */
-static size_t legend(lmc_strbuf *b, const char *const *names, size_t n, bool bars, bool draw)
+/*
+ * Legend entries in rows from the left; returns the rows used. An entry's
+ * sample is a swatch for bars, else its series' look (a dot for points, a
+ * dashed or solid line).
+ */
+static size_t legend(lmc_strbuf *b, const char *const *names, size_t n, bool bars,
+                     const lmc_report_series *series)
 {
     double x = PLOT_LEFT, y = 16;
     size_t rows = 0;
@@ -482,22 +488,25 @@ static size_t legend(lmc_strbuf *b, const char *const *names, size_t n, bool bar
             y += LEGEND_ROW;
             rows++;
         }
-        if (draw) {
-            const char *c = palette[i % N_COLOURS];
-            if (bars)
-                lmc_strbuf_printf(b,
-                                  "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
-                                  "fill=\"%s\"/>",
-                                  x + 4, y - 9, c);
-            else
-                lmc_strbuf_printf(b,
-                                  "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
-                                  "stroke=\"%s\" stroke-width=\"2.5\"/>",
-                                  x, y - 4, x + 22, y - 4, c);
-            lmc_strbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">", x + 28, y);
-            esc(b, names[i]);
-            lmc_strbuf_puts(b, "</text>\n");
-        }
+        const char *c = palette[i % N_COLOURS];
+        if (bars)
+            lmc_strbuf_printf(b,
+                              "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"10\" "
+                              "fill=\"%s\"/>",
+                              x + 4, y - 9, c);
+        else if (series != NULL && series[i].style == LMC_REPORT_POINTS)
+            lmc_strbuf_printf(b, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/>", x + 11,
+                              y - 4, c);
+        else
+            lmc_strbuf_printf(b,
+                              "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" "
+                              "stroke=\"%s\" stroke-width=\"2.5\"%s/>",
+                              x, y - 4, x + 22, y - 4, c,
+                              series != NULL && series[i].dashed ? " stroke-dasharray=\"5 3\""
+                                                                 : "");
+        lmc_strbuf_printf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"legend\">", x + 28, y);
+        esc(b, names[i]);
+        lmc_strbuf_puts(b, "</text>\n");
         x += w;
     }
     return rows;
@@ -531,7 +540,7 @@ static void figure_close(lmc_report *r, const char *caption)
  * room for x tick labels taller than one line (turned ones).
  */
 static frame svg_open(lmc_report *r, const char *title, const char *const *names, size_t n,
-                      bool bars, double below_extra)
+                      bool bars, const lmc_report_series *series, double below_extra)
 {
     frame f;
     f.id = ++r->charts;
@@ -542,7 +551,7 @@ static frame svg_open(lmc_report *r, const char *title, const char *const *names
                       CHART_W, f.height);
     esc(&r->b, title);
     lmc_strbuf_puts(&r->b, "\">\n");
-    size_t rows = legend(&r->b, names, n, bars, true);
+    size_t rows = legend(&r->b, names, n, bars, series);
     f.top = 12 + (double)rows * LEGEND_ROW;
     f.bottom = CHART_H - PLOT_BOTTOM_GAP;
     lmc_strbuf_printf(&r->b,
@@ -723,7 +732,7 @@ void lmc_report_line_chart(lmc_report *r, const lmc_report_chart *c)
         counts[n_y++] = k;
     }
     figure_open(r, c->id, c->title);
-    frame f = svg_open(r, c->title, names, n, false, 0);
+    frame f = svg_open(r, c->title, names, n, false, c->series, 0);
     axis_map x, y;
     bool ok = map_axis(&x, &c->x, xs, counts, n, PLOT_LEFT, PLOT_RIGHT) &&
               map_axis(&y, &c->y, ys, counts, n_y, f.bottom, f.top);
@@ -840,7 +849,7 @@ void lmc_report_histogram(lmc_report *r, const lmc_report_bars *h)
     bool turned = (double)longest * CHAR_W > slot - 4;
     double extra = turned ? (double)longest * CHAR_W * 0.65 : 0;
     figure_open(r, h->id, h->title);
-    frame f = svg_open(r, h->title, names, n, true, extra);
+    frame f = svg_open(r, h->title, names, n, true, NULL, extra);
     lmc_report_axis ya = h->y;
     if (ya.scale == LMC_REPORT_LINEAR)
         ya.include_zero = true;
