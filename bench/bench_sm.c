@@ -18,24 +18,23 @@
  *                              redis-server child on a free loopback port,
  *                              started here and killed at the end (a note
  *                              instead when redis-server is not installed).
+ *   resp_cluster_store_gbps / resp_cluster_load_gbps   the same tasks in
+ *                              cluster mode against a Redis Cluster of 3
+ *                              masters (redis-server children, created with
+ *                              redis-cli), so the keys of a task are spread
+ *                              over 3 nodes and pipelined per node.
  */
-#include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
 #include "core/json.h"
-#include "core/net.h"
 #include "l2/adapter.h"
+#include "l2/redis_local.h"
 #include "lmcache/storage_manager.h"
 #include "storage/config.h"
 
@@ -225,76 +224,6 @@ static double bench_cycles_2threads(lmc_storage_manager *sm, double seconds)
 #define RESP_KEYS 64u
 #define RESP_TASKS 4u
 
-static redisContext *redis_connect(int port)
-{
-    struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c != NULL && c->err != 0) {
-        redisFree(c);
-        return NULL;
-    }
-    if (c != NULL)
-        redisSetTimeout(c, tv);
-    return c;
-}
-
-static bool redis_cmd_ok(int port, const char *cmd)
-{
-    redisContext *c = redis_connect(port);
-    if (c == NULL)
-        return false;
-    redisReply *r = redisCommand(c, cmd);
-    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
-
-/* A redis-server child that dies with us (PR_SET_PDEATHSIG); -1 when it does not answer. */
-static pid_t start_redis(int *port)
-{
-    if (lmc_net_free_loopback_port(port, NULL) != LMC_OK)
-        return -1;
-    char port_s[16];
-    snprintf(port_s, sizeof(port_s), "%d", *port);
-    pid_t pid = fork();
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        int null = open("/dev/null", O_RDWR);
-        if (null >= 0) {
-            dup2(null, 0);
-            dup2(null, 1);
-            dup2(null, 2);
-            close(null);
-        }
-        execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1", "--save",
-               "", "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning",
-               (char *)NULL);
-        _exit(127);
-    }
-    if (pid < 0)
-        return -1;
-    for (int waited = 0; waited < 5000; waited += 20) {
-        if (waitpid(pid, NULL, WNOHANG) == pid)
-            return -1; /* exited: not installed, or the port was taken */
-        if (redis_cmd_ok(*port, "PING"))
-            return pid;
-        lmc_sleep_ns(20 * 1000 * 1000);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-    return -1;
-}
-
-static void stop_redis(pid_t pid)
-{
-    if (pid <= 0)
-        return;
-    kill(pid, SIGKILL);
-    waitpid(pid, NULL, 0);
-}
-
 /* Submit RESP_TASKS store (or load) tasks of nk keys each and wait for all; GB/s, or -1. */
 static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *keys,
                          lmc_memory_obj *objs, size_t nk)
@@ -342,17 +271,27 @@ static double resp_round(lmc_l2_adapter *a, bool load, const lmc_object_key *key
     return (double)RESP_TASKS * (double)nk * RESP_OBJ / secs / 1e9;
 }
 
-static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v)
+/* What one resp measurement runs against: its adapter config and how to empty it. */
+typedef struct resp_target {
+    const char *store_metric, *load_metric;
+    const char *json;
+    bool (*flush)(void *ud); /* between rounds: SET NX of a present key would write nothing */
+    void *ud;
+} resp_target;
+
+static bool flush_server(void *ud)
 {
-    int port;
-    pid_t pid = start_redis(&port);
-    if (pid < 0) {
-        const char *why = "redis-server not installed or did not start (scripts/install-deps "
-                          "installs it)";
-        lmc_bench_note(ctx, "resp_store_gbps", why);
-        lmc_bench_note(ctx, "resp_load_gbps", why);
-        return;
-    }
+    return lmc_redis_command_ok(((const lmc_redis_server *)ud)->port, "FLUSHALL");
+}
+
+static bool flush_cluster(void *ud)
+{
+    return lmc_redis_cluster_flushall(ud);
+}
+
+static void bench_resp_on(const lmc_bench_ctx *ctx, const resp_target *tg, double *store_v,
+                          double *load_v)
+{
     /* RESP_KEYS per task; fewer in a quick run (the shape stays, the volume shrinks). */
     size_t nk = (size_t)(RESP_KEYS * ctx->scale);
     nk = nk < 4 ? 4 : nk > RESP_KEYS ? RESP_KEYS : nk;
@@ -362,17 +301,14 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
     lmc_memory_obj *dst = calloc(nobj, sizeof(*dst));
     uint8_t *src_buf = malloc(RESP_OBJ * nk); /* shared by the tasks: only keys differ */
     uint8_t *dst_buf = malloc((size_t)RESP_OBJ * nobj);
-    char json[128];
-    snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}", port,
-             RESP_TASKS);
     lmc_json *cfg = NULL;
     lmc_l2_adapter *a = NULL;
     lmc_error err;
     if (keys == NULL || src == NULL || dst == NULL || src_buf == NULL || dst_buf == NULL ||
-        lmc_json_parse(json, strlen(json), &cfg, NULL) != LMC_OK ||
+        lmc_json_parse(tg->json, strlen(tg->json), &cfg, NULL) != LMC_OK ||
         lmc_l2_adapter_create(cfg, &a, &err) != LMC_OK) {
-        lmc_bench_note(ctx, "resp_store_gbps", "could not set up the resp adapter");
-        lmc_bench_note(ctx, "resp_load_gbps", "could not set up the resp adapter");
+        lmc_bench_note(ctx, tg->store_metric, "could not set up the resp adapter");
+        lmc_bench_note(ctx, tg->load_metric, "could not set up the resp adapter");
         goto out;
     }
     for (size_t i = 0; i < RESP_OBJ * nk; i++)
@@ -384,7 +320,7 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
     }
     /* One untimed round first (connections warm, Redis's allocator grown). */
     for (int r = -1; r < ctx->repeats; r++) {
-        redis_cmd_ok(port, "FLUSHALL"); /* SET NX of a present key would write nothing */
+        tg->flush(tg->ud);
         double s = resp_round(a, false, keys, src, nk);
         double l = resp_round(a, true, keys, dst, nk);
         if (r >= 0) {
@@ -392,9 +328,9 @@ static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v
             load_v[r] = l;
         }
     }
-    lmc_bench_report(ctx, "resp_store_gbps", lmc_bench_median(store_v, (size_t)ctx->repeats),
+    lmc_bench_report(ctx, tg->store_metric, lmc_bench_median(store_v, (size_t)ctx->repeats),
                      "GB/s");
-    lmc_bench_report(ctx, "resp_load_gbps", lmc_bench_median(load_v, (size_t)ctx->repeats), "GB/s");
+    lmc_bench_report(ctx, tg->load_metric, lmc_bench_median(load_v, (size_t)ctx->repeats), "GB/s");
 out:
     lmc_l2_adapter_destroy(a);
     lmc_json_free(cfg);
@@ -403,7 +339,44 @@ out:
     free(dst);
     free(src_buf);
     free(dst_buf);
-    stop_redis(pid);
+}
+
+/* The same shape against one redis-server, then against a 3-master Redis Cluster. */
+static void bench_resp(const lmc_bench_ctx *ctx, double *store_v, double *load_v)
+{
+    char json[512];
+    lmc_error err;
+    lmc_redis_server srv;
+    resp_target one = {"resp_store_gbps", "resp_load_gbps", json, flush_server, &srv};
+    if (lmc_redis_server_start(0, NULL, NULL, &srv, &err) == LMC_OK) {
+        snprintf(json, sizeof(json), "{\"type\": \"resp\", \"port\": %d, \"connections\": %u}",
+                 srv.port, RESP_TASKS);
+        bench_resp_on(ctx, &one, store_v, load_v);
+        lmc_redis_server_stop(&srv);
+    } else {
+        lmc_bench_note(ctx, one.store_metric, err.msg);
+        lmc_bench_note(ctx, one.load_metric, err.msg);
+    }
+
+    lmc_redis_cluster *cl = NULL;
+    resp_target three = {"resp_cluster_store_gbps", "resp_cluster_load_gbps", json, flush_cluster,
+                         NULL};
+    if (lmc_redis_cluster_start(3, 0, NULL, &cl, &err) == LMC_OK) {
+        int at = snprintf(json, sizeof(json),
+                          "{\"type\": \"resp\", \"cluster\": true, \"connections\": %u, "
+                          "\"nodes\": [",
+                          RESP_TASKS);
+        for (size_t i = 0; i < lmc_redis_cluster_size(cl); i++)
+            at += snprintf(json + at, sizeof(json) - (size_t)at, "%s\"127.0.0.1:%d\"",
+                           i ? ", " : "", lmc_redis_cluster_port(cl, i));
+        snprintf(json + at, sizeof(json) - (size_t)at, "]}");
+        three.ud = cl;
+        bench_resp_on(ctx, &three, store_v, load_v);
+        lmc_redis_cluster_stop(cl);
+    } else {
+        lmc_bench_note(ctx, three.store_metric, err.msg);
+        lmc_bench_note(ctx, three.load_metric, err.msg);
+    }
 }
 
 int lmc_bench_group_sm(const lmc_bench_ctx *ctx)

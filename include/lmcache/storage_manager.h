@@ -144,6 +144,11 @@ bool lmc_sm_query_prefetch_lookup_hits(lmc_storage_manager *sm, const lmc_prefet
  * no caller error releases nothing (the caller calls finish_read_prefetched
  * after copying); otherwise it releases one read lock per key that did
  * succeed. The context owns copies of the keys; exit frees them.
+ *
+ * A key that fails is reported in ctx->errs only (KEY_NOT_EXIST: not in
+ * L1; KEY_NOT_READABLE: in L1 but holding no read lock, e.g. being written
+ * or never locked by a prefetch), with at most one DEBUG line per call:
+ * misses are the caller's to count, and a log line per key would flood.
  */
 typedef struct lmc_sm_read_ctx {
     lmc_object_key *keys;
@@ -199,6 +204,29 @@ void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total);
  * run). The clock stays where the last piece of work completed.
  */
 bool lmc_sm_wait_idle(lmc_storage_manager *sm, uint32_t timeout_ms);
+
+/*
+ * Totals since create, for replay outcomes and reports. L2 figures are
+ * summed over adapters: keys in store tasks that succeeded (keys an
+ * adapter already held count too) and the bytes the adapters report
+ * writing; keys (and their logical bytes) that L2 loads filled into L1.
+ */
+typedef struct lmc_sm_counters {
+    uint64_t l1_evicted_keys;
+    uint64_t l2_stored_keys, l2_stored_bytes, l2_store_failed_tasks;
+    uint64_t l2_loaded_keys, l2_loaded_bytes;
+    uint64_t l2_evicted_keys;
+} lmc_sm_counters;
+
+void lmc_sm_get_counters(lmc_storage_manager *sm, lmc_sm_counters *out);
+
+/*
+ * Each key's L1 state now (one L1 lock for the batch), to tell apart what
+ * one per-key error code covers. A diagnostic: background work may change
+ * a state right after the answer.
+ */
+void lmc_sm_l1_key_states(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                          lmc_l1_key_state *out);
 
 /* ------------------------------------------------------------------ */
 /* Virtual time (manual executor)                                       */

@@ -234,6 +234,19 @@ const char *lmc_l1_error_name(lmc_l1_error e);
 /* A one-line English message; "Unknown error." for anything unknown. */
 const char *lmc_l1_strerror(lmc_l1_error e);
 
+/*
+ * A key's state in L1 at one moment (lmc_sm_l1_key_states). One L1 error
+ * code covers several states (KEY_NOT_WRITABLE: present, being written,
+ * read-locked or temporary; KEY_NOT_READABLE: being written or merely not
+ * read-locked), so a caller that must say why a key failed asks for this.
+ */
+typedef enum lmc_l1_key_state {
+    LMC_L1_STATE_ABSENT = 0,  /* not in L1 */
+    LMC_L1_STATE_WRITING,     /* reserved for writing, write not finished (not readable) */
+    LMC_L1_STATE_READ_LOCKED, /* readable and held by at least one read lock */
+    LMC_L1_STATE_READY,       /* readable, no lock held */
+} lmc_l1_key_state;
+
 /* reserve_write modes. */
 typedef enum lmc_write_mode {
     LMC_WRITE_NEW = 0, /* only keys that do not exist yet */

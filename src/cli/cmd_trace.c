@@ -3,13 +3,25 @@
  *
  * info reads a whole trace (t_mono and qualname of each record only) and
  * prints its header, per-qualname counts and duration in LMCache's layout
- * (spec/trace-format.md section 8.2). replay runs the replay driver and
- * writes the outputs of sections 7 and 8.3-8.4. record only points at the
- * server flag, as the seed's stub does.
+ * (spec/trace-format.md section 8.2), or with --config the recorded
+ * StorageManager config. replay runs the replay driver (N times with
+ * --repeat) and writes the outputs of replay/output.h; it checks every
+ * output path and warns about a reused fs L2 base_path before the first
+ * record, stops at the next record on Ctrl-C (writing the partial result,
+ * exit 130), and on a terminal draws a progress bar that follows the
+ * trace's clock. record only points at the server flag, as the seed's stub
+ * does.
+ *
+ * Threads: the replay runs on the calling thread; the progress bar has its
+ * own ("replay-bar"), which shares the terminal line with log lines under
+ * one mutex.
  */
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,14 +36,16 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "l2/adapter.h"
 #include "replay/driver.h"
 #include "replay/output.h"
+#include "replay/repeat.h"
 #include "storage/config.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
 /* ---------------------------------------------------------------------- */
-/* info                                                                    */
+/* Reading a whole trace (info, and replay's progress)                     */
 /* ---------------------------------------------------------------------- */
 
 typedef struct op_count {
@@ -76,10 +90,67 @@ static int count_op(op_counts *c, const char *q, size_t len)
     return 0;
 }
 
+static void op_counts_free(op_counts *c)
+{
+    for (size_t i = 0; i < c->n; i++)
+        free(c->v[i].qualname);
+    free(c->v);
+}
+
 static int cmp_op(const void *a, const void *b)
 {
     return strcmp(((const op_count *)a)->qualname, ((const op_count *)b)->qualname);
 }
+
+/* One pass over a trace's records (t_mono and qualname only). */
+typedef struct trace_scan {
+    uint64_t total;   /* records, the dropped-records marker excluded */
+    uint64_t dropped; /* the marker's dropped_count */
+    bool has_dropped; /* the trace has a marker */
+    double duration;  /* the largest record t_mono */
+    bool truncated;
+} trace_scan;
+
+/*
+ * Scan an open reader to its end, counting records per qualname into ops
+ * (NULL: not counted) and feeding every record to keys (NULL: none; the
+ * analysis decodes the lookups' args itself). -1 when memory runs out.
+ */
+static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, lmc_analyze *keys)
+{
+    memset(out, 0, sizeof(*out));
+    double t_mono;
+    const char *q;
+    size_t qlen;
+    lmc_trace_record rec;
+    while (lmc_trace_reader_next_record(rd, &rec) == LMC_OK) {
+        t_mono = rec.t_mono;
+        q = rec.qualname;
+        qlen = rec.qualname_len;
+        if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
+            memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
+            out->has_dropped = true;
+            int64_t n;
+            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
+                out->dropped += (uint64_t)n;
+            continue;
+        }
+        if (t_mono > out->duration && isfinite(t_mono))
+            out->duration = t_mono;
+        out->total++;
+        if (ops != NULL && count_op(ops, q, qlen) != 0)
+            return -1;
+        /* Last: decoding the record's args replaces q's copy of the qualname. */
+        if (keys != NULL && lmc_analyze_record(keys, rd, &rec, NULL) != LMC_OK)
+            return -1;
+    }
+    out->truncated = lmc_trace_reader_truncated(rd);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- */
+/* info                                                                    */
+/* ---------------------------------------------------------------------- */
 
 static void row(const char *label, const char *value)
 {
@@ -90,10 +161,31 @@ static void row(const char *label, const char *value)
 
 static void info_usage(FILE *out)
 {
-    fprintf(out, "usage: lmcache trace info [--help] [--format terminal|json] FILE\n\n"
+    fprintf(out, "usage: lmcache trace info [--help] [--config] [--format terminal|json] FILE\n\n"
                  "Print a trace's header fields, per-operation record counts, total records,\n"
                  "duration (the largest record t_mono), and the unique keys looked up and their\n"
-                 "footprint (the cheap summary of `lmcache trace analyze`).\n");
+                 "footprint (the cheap summary of `lmcache trace analyze`).\n\n"
+                 "options:\n"
+                 "  --config    print only the recorded StorageManager config (JSON, indent 2)\n"
+                 "  --format F  terminal (default) or json\n");
+}
+
+/* The header's config JSON, indented; 1 when the trace has none. */
+static int print_config(const char *path, const lmc_trace_header *h)
+{
+    const char *text = h->sm_config_json;
+    if (text == NULL || text[0] == '\0') {
+        fprintf(stderr, "lmcache trace info: '%s' has no recorded StorageManager config\n", path);
+        return 1;
+    }
+    lmc_json *v = NULL;
+    char *pretty = NULL;
+    if (lmc_json_parse(text, strlen(text), &v, NULL) == LMC_OK)
+        pretty = lmc_json_dumps(v, 0, 2, NULL);
+    printf("%s\n", pretty != NULL ? pretty : text); /* as recorded when it is not JSON */
+    free(pretty);
+    lmc_json_free(v);
+    return 0;
 }
 
 /* The unique keys and footprint rows, after LMCache's block. */
@@ -123,9 +215,9 @@ static void info_keys_rows(const lmc_analyze_result *k)
  * `trace info --format json`: {"schema": "lmcache.trace_info", ...} (docs/cli.md).
  * NULL when memory runs out.
  */
-static char *info_json(const char *path, const lmc_trace_header *h, double duration,
-                       uint64_t total, bool has_dropped, uint64_t dropped, const op_counts *ops,
-                       bool truncated, const lmc_analyze_result *k)
+static char *info_json(const char *path, const lmc_trace_header *h, double duration, uint64_t total,
+                       bool has_dropped, uint64_t dropped, const op_counts *ops, bool truncated,
+                       const lmc_analyze_result *k)
 {
     lmc_json *o = lmc_json_object();
     lmc_status st = lmc_json_object_set(o, "schema", lmc_json_string("lmcache.trace_info"));
@@ -141,9 +233,9 @@ static char *info_json(const char *path, const lmc_trace_header *h, double durat
     st |= lmc_json_object_set(hd, "trace_schema_version", lmc_json_int(h->trace_schema_version));
     st |= lmc_json_object_set(hd, "t_mono_start", lmc_json_float(h->t_mono_start));
     st |= lmc_json_object_set(hd, "t_wall_start", lmc_json_float(h->t_wall_start));
-    st |= lmc_json_object_set(hd, "sm_config_digest", h->sm_config_digest[0]
-                                                          ? lmc_json_string(h->sm_config_digest)
-                                                          : lmc_json_null());
+    st |= lmc_json_object_set(hd, "sm_config_digest",
+                              h->sm_config_digest[0] ? lmc_json_string(h->sm_config_digest)
+                                                     : lmc_json_null());
     lmc_json *meta = lmc_json_object();
     for (size_t i = 0; i < h->n_meta; i++)
         st |= lmc_json_object_set(meta, h->meta_keys[i], lmc_json_string(h->meta_values[i]));
@@ -156,8 +248,8 @@ static char *info_json(const char *path, const lmc_trace_header *h, double durat
     st |= lmc_json_object_set(o, "truncated", lmc_json_bool(truncated));
     lmc_json *counts = lmc_json_object();
     for (size_t i = 0; i < ops->n; i++)
-        st |= lmc_json_object_set(counts, ops->v[i].qualname,
-                                  lmc_json_int((int64_t)ops->v[i].count));
+        st |=
+            lmc_json_object_set(counts, ops->v[i].qualname, lmc_json_int((int64_t)ops->v[i].count));
     st |= lmc_json_object_set(o, "ops", counts);
     lmc_json *keys = lmc_json_object();
     st |= lmc_json_object_set(keys, "requests", lmc_json_int((int64_t)k->requests));
@@ -189,10 +281,15 @@ static int cmd_trace_info(int argc, char **argv)
 {
     const char *path = NULL;
     bool json = false;
+    bool config_only = false;
     for (int i = 1; i < argc; i++) {
         if (lmc_cli_is_help(argv[i])) {
             info_usage(stdout);
             return 0;
+        }
+        if (strcmp(argv[i], "--config") == 0) {
+            config_only = true;
+            continue;
         }
         bool m;
         const char *v = lmc_flag_value("--format", argc, argv, &i, &m);
@@ -202,8 +299,8 @@ static int cmd_trace_info(int argc, char **argv)
                 return 2;
             }
             if (strcmp(v, "json") != 0 && strcmp(v, "terminal") != 0) {
-                fprintf(stderr,
-                        "lmcache trace info: --format: '%s' is not one of terminal, json\n", v);
+                fprintf(stderr, "lmcache trace info: --format: '%s' is not one of terminal, json\n",
+                        v);
                 return 2;
             }
             json = strcmp(v, "json") == 0;
@@ -233,13 +330,14 @@ static int cmd_trace_info(int argc, char **argv)
         fprintf(stderr, "lmcache trace info: %s\n", err.msg);
         return 1;
     }
+    const lmc_trace_header *h = lmc_trace_reader_header(rd);
+    if (config_only) {
+        int rc = print_config(path, h);
+        lmc_trace_reader_close(rd);
+        return rc;
+    }
     op_counts ops = {0};
-    uint64_t total = 0, dropped = 0;
-    bool has_dropped = false;
-    double duration = 0.0;
-    double t_mono;
-    const char *q;
-    size_t qlen;
+    trace_scan sc;
     int rc = 0;
     /* The unique keys and footprint come from the same pass (the analysis's summary). */
     struct stat st;
@@ -252,43 +350,15 @@ static int cmd_trace_info(int argc, char **argv)
         lmc_trace_reader_close(rd);
         return 1;
     }
-    lmc_trace_record rec;
-    while (lmc_trace_reader_next_record(rd, &rec) == LMC_OK) {
-        t_mono = rec.t_mono;
-        q = rec.qualname;
-        qlen = rec.qualname_len;
-        if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
-            memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
-            has_dropped = true;
-            int64_t n;
-            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
-                dropped += (uint64_t)n;
-            continue;
-        }
-        if (t_mono > duration && isfinite(t_mono))
-            duration = t_mono;
-        total++;
-        if (count_op(&ops, q, qlen) != 0) {
-            fprintf(stderr, "lmcache trace info: out of memory\n");
-            rc = 1;
-            break;
-        }
-        /* Last: decoding the record's args replaces q's copy of the qualname. */
-        if (lmc_analyze_record(keys, rd, &rec, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace info: %s\n", err.msg);
-            rc = 1;
-            break;
-        }
-    }
-    if (rc == 0 && lmc_analyze_result_get(keys, &kr, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace info: %s\n", err.msg);
+    if (scan_records(rd, &ops, &sc, keys) != 0 ||
+        lmc_analyze_result_get(keys, &kr, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace info: out of memory\n");
         rc = 1;
     }
-    const lmc_trace_header *h = lmc_trace_reader_header(rd);
     qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
     if (json) {
-        char *text = info_json(path, h, duration, total, has_dropped, dropped, &ops,
-                               lmc_trace_reader_truncated(rd), &kr);
+        char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped, &ops,
+                               sc.truncated, &kr);
         if (text == NULL) {
             fprintf(stderr, "lmcache trace info: out of memory\n");
             rc = 1;
@@ -305,15 +375,15 @@ static int cmd_trace_info(int argc, char **argv)
     row("format_version", buf);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->trace_schema_version);
     row("trace_schema_version", buf);
-    snprintf(buf, sizeof(buf), "%.3fs", duration);
+    snprintf(buf, sizeof(buf), "%.3fs", sc.duration);
     row("duration", buf);
     row("sm_config_digest", h->sm_config_digest[0] ? h->sm_config_digest : "(none)");
     for (size_t i = 0; i < h->n_meta; i++)
         row(h->meta_keys[i], h->meta_values[i]);
-    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)total);
+    snprintf(buf, sizeof(buf), "%llu", (unsigned long long)sc.total);
     row("total_records", buf);
-    if (has_dropped) {
-        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)dropped);
+    if (sc.has_dropped) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)sc.dropped);
         row("dropped_records", buf);
     }
     if (ops.n == 0) {
@@ -325,12 +395,12 @@ static int cmd_trace_info(int argc, char **argv)
     }
     info_keys_rows(&kr);
 done:
-    if (lmc_trace_reader_truncated(rd))
-        fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
-                        "above cover the complete records\n", path);
-    for (size_t i = 0; i < ops.n; i++)
-        free(ops.v[i].qualname);
-    free(ops.v);
+    if (sc.truncated)
+        fprintf(stderr,
+                "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
+                "above cover the complete records\n",
+                path);
+    op_counts_free(&ops);
     lmc_analyze_result_free(&kr);
     lmc_analyze_destroy(keys);
     lmc_trace_reader_close(rd);
@@ -340,6 +410,9 @@ done:
 /* ---------------------------------------------------------------------- */
 /* replay                                                                  */
 /* ---------------------------------------------------------------------- */
+
+#define LOG_COMP "replay"
+#define MAX_REPEAT 1000
 
 typedef struct replay_args {
     const char *path;
@@ -352,6 +425,8 @@ typedef struct replay_args {
     bool format_json;
     const char *output;
     double time_scale;
+    uint64_t repeat;
+    bool clear_l2;
     lmc_replay_pace pace;
 } replay_args;
 
@@ -363,25 +438,30 @@ static void replay_usage(FILE *out)
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
             "Replay a trace against a fresh StorageManager built from the flags below,\n"
-            "honouring the recorded timing (scaled by --time-scale), and report latency\n"
-            "per operation.\n\n"
+            "honouring the recorded timing (scaled by --time-scale), and report what every\n"
+            "call did (hits, misses and why, L1 and L2 traffic), latency per operation, and\n"
+            "an outcome digest.\n\n"
             "options:\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
             "                      0.5 replays twice as fast); the eviction period follows it\n"
             "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
             "                      clock; virtual runs the StorageManager in virtual time, as\n"
             "                      fast as the host allows, with the same result every run\n"
+            "  --repeat N          replay N times (1..%d) and report the median and spread\n"
+            "                      of each figure and every run's outcome digest\n"
+            "  --clear-l2          first remove the objects an fs L2 adapter's base_path\n"
+            "                      holds (only files the adapter writes)\n"
             "  --verbose           print one line per record to stdout\n"
-            "  --jsonl-out PATH    write one JSON object per record to PATH\n"
-            "  --output-dir DIR    where trace_replay_ops.csv / trace_replay_summary.json go "
-            "(default .)\n"
-            "  --no-csv            do not write trace_replay_ops.csv\n"
+            "  --jsonl-out PATH    write one JSON object per record (with its outcome) to PATH\n"
+            "  --output-dir DIR    where trace_replay_ops.csv, trace_replay_outcomes.csv and\n"
+            "                      trace_replay_summary.json go (default .)\n"
+            "  --no-csv            do not write the two CSV files\n"
             "  --json              also write trace_replay_summary.json\n"
             "  --format F          terminal (default) or json, for the result on stdout\n"
             "  --output PATH       also save the result (in --format) to PATH\n"
-            "  -q, --quiet         do not print the result\n\n"
+            "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            paces);
+            paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
 }
 
@@ -391,6 +471,7 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
     memset(a, 0, sizeof(*a));
     a->output_dir = ".";
     a->time_scale = 1.0;
+    a->repeat = 1;
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
         bool m;
@@ -411,6 +492,8 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             a->no_csv = true;
         } else if (strcmp(arg, "--json") == 0) {
             a->json = true;
+        } else if (strcmp(arg, "--clear-l2") == 0) {
+            a->clear_l2 = true;
         } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
             a->quiet = true;
         } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
@@ -431,8 +514,10 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
             if (strcmp(v, "json") == 0) {
                 a->format_json = true;
             } else if (strcmp(v, "terminal") != 0) {
-                fprintf(stderr, "lmcache trace replay: --format: '%s' is not one of terminal, "
-                                "json\n", v);
+                fprintf(stderr,
+                        "lmcache trace replay: --format: '%s' is not one of terminal, "
+                        "json\n",
+                        v);
                 return 2;
             }
         } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) || m) {
@@ -445,6 +530,13 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                 return 2;
             }
             a->time_scale = s;
+        } else if ((v = lmc_flag_value("--repeat", argc, argv, &i, &m)) || m) {
+            if (!v)
+                goto missing;
+            if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
+                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+                return 2;
+            }
         } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
@@ -456,7 +548,7 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
                    (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
             if (!v)
                 goto missing;
-            LMC_WARN("replay", "%s is ignored: a replay never records", arg);
+            LMC_WARN(LOG_COMP, "%s is ignored: a replay never records", arg);
         } else if (arg[0] == '-' && arg[1] != '\0') {
             fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
             replay_usage(stderr);
@@ -503,26 +595,37 @@ static int make_dirs(const char *path)
     }
     if (mkdir(buf, 0755) != 0 && errno != EEXIST)
         return -1;
+    struct stat st;
+    if (stat(buf, &st) != 0)
+        return -1;
+    if (!S_ISDIR(st.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
     return 0;
 }
 
 /*
  * The outputs the flags ask for, in the order their results are written:
- * at most --jsonl-out, the CSV, the summary JSON, stdout and --output.
+ * at most --jsonl-out, the two CSVs, the summary JSON, stdout and --output.
+ * Every one is opened (and its path checked) before the replay starts.
  */
-#define MAX_OUTPUTS 5
+#define MAX_OUTPUTS 6
 typedef struct outputs {
     lmc_replay_output *v[MAX_OUTPUTS];
     size_t n;
+    /* The paths written, for the result's "outputs" (empty: not written). */
+    char jsonl[PATH_MAX], csv[PATH_MAX], outcomes_csv[PATH_MAX], summary_json[PATH_MAX];
 } outputs;
 
 /*
  * Open one output of the format called name: to path (NULL: stdout), or
- * to its default file under dir when path is NULL and dir is not. flag
- * names the option that gave path. -1 when it cannot (message printed).
+ * to its default file under dir when path is NULL and dir is not (its path
+ * goes to where, when not NULL). flag names the option that gave path. -1
+ * when it cannot (message printed).
  */
 static int add_output(outputs *o, const char *name, const char *dir, const char *path,
-                      const char *flag)
+                      const char *flag, char *where)
 {
     const lmc_replay_output_format *f = lmc_replay_output_find(name);
     char buf[PATH_MAX];
@@ -536,6 +639,8 @@ static int add_output(outputs *o, const char *name, const char *dir, const char 
                 o->n == MAX_OUTPUTS ? "too many outputs" : err.msg);
         return -1;
     }
+    if (where != NULL && path != NULL)
+        snprintf(where, PATH_MAX, "%s", path);
     o->n++;
     return 0;
 }
@@ -547,53 +652,182 @@ static void outputs_destroy(outputs *o)
     o->n = 0;
 }
 
+/* Create --output-dir and --jsonl-out's directory, then open every output. -1 on error. */
+static int open_outputs(const replay_args *a, outputs *outs)
+{
+    if (make_dirs(a->output_dir) != 0) {
+        fprintf(stderr, "lmcache trace replay: cannot create --output-dir '%s': %s\n",
+                a->output_dir, strerror(errno));
+        return -1;
+    }
+    if (a->jsonl_out) {
+        char dir[PATH_MAX];
+        snprintf(dir, sizeof(dir), "%s", a->jsonl_out);
+        char *slash = strrchr(dir, '/');
+        if (slash && slash != dir) {
+            *slash = '\0';
+            if (make_dirs(dir) != 0) {
+                fprintf(stderr, "lmcache trace replay: cannot create '%s': %s\n", dir,
+                        strerror(errno));
+                return -1;
+            }
+        }
+        if (add_output(outs, "jsonl", NULL, a->jsonl_out, "--jsonl-out", outs->jsonl) != 0)
+            return -1;
+    }
+    const char *result = a->format_json ? "json" : "table";
+    if ((!a->no_csv && add_output(outs, "csv", a->output_dir, NULL, NULL, outs->csv) != 0) ||
+        (!a->no_csv &&
+         add_output(outs, "outcomes-csv", a->output_dir, NULL, NULL, outs->outcomes_csv) != 0) ||
+        (a->json &&
+         add_output(outs, "summary-json", a->output_dir, NULL, NULL, outs->summary_json) != 0) ||
+        (!a->quiet && add_output(outs, result, NULL, NULL, NULL, NULL) != 0) ||
+        (a->output && add_output(outs, result, NULL, a->output, "--output", NULL) != 0))
+        return -1;
+    return 0;
+}
+
+/*
+ * What the replay thread reports and the progress bar shows. The bar is
+ * drawn by its own thread, so that it moves during the trace's idle
+ * stretches too; log lines go through a sink that clears the bar first and
+ * redraws it after. mu guards the terminal line.
+ */
 typedef struct progress {
     const replay_args *args;
     outputs *outputs;
-    uint64_t n, total;
-    bool bar; /* a one-line progress bar on a terminal instead of log lines */
-    uint64_t start_ns, last_draw_ns;
+    bool record_outputs; /* per-record outputs get this run (the last of a --repeat) */
+    uint64_t total;
+    double schedule_s; /* the trace's last record time, scaled: the realtime replay's length */
+    uint64_t run, runs;
+    bool bar; /* a one-line progress bar on a terminal */
+    pthread_mutex_t mu;
+    bool drawn; /* the bar is on the terminal line now (mu) */
+    atomic_uint_fast64_t n;
+    atomic_uint_fast64_t start_ns;
+    atomic_uint_fast64_t last_ns; /* when the last record was reported (0: not yet) */
+    atomic_bool stop;
+    pthread_t thread;
+    bool thread_started;
 } progress;
 
-static void draw_bar(progress *p, bool final)
+/* One frame of the bar; mu held. The trace's clock sets the fraction and the ETA. */
+static void draw_bar_locked(progress *p)
 {
-    uint64_t now = lmc_mono_ns();
-    if (!final && now - p->last_draw_ns < 100000000ull)
-        return;
-    p->last_draw_ns = now;
-    double elapsed = (double)(now - p->start_ns) / 1e9;
-    double rate = elapsed > 0 ? (double)p->n / elapsed : 0.0;
-    double frac = p->total ? (double)p->n / (double)p->total : 1.0;
+    double elapsed = (double)(lmc_mono_ns() - atomic_load(&p->start_ns)) / 1e9;
+    uint64_t n = atomic_load(&p->n);
+    double frac, eta;
+    if (p->schedule_s > 0) {
+        frac = elapsed / p->schedule_s;
+        eta = p->schedule_s - elapsed;
+    } else {
+        frac = p->total ? (double)n / (double)p->total : 1.0;
+        eta = n > 0 && elapsed > 0 ? (double)(p->total - n) * elapsed / (double)n : 0.0;
+    }
+    if (frac > 1.0)
+        frac = 1.0;
+    if (eta < 0)
+        eta = 0;
     int width = 30, fill = (int)(frac * width);
     char bar[64];
     for (int i = 0; i < width; i++)
         bar[i] = i < fill ? '=' : (i == fill ? '>' : ' ');
     bar[width] = '\0';
-    double eta = rate > 0 ? (double)(p->total - p->n) / rate : 0.0;
-    fprintf(stderr, "\r[%s] %llu/%llu (%5.1f%%) %.0f rec/s ETA %.0fs ", bar,
-            (unsigned long long)p->n, (unsigned long long)p->total, frac * 100.0, rate, eta);
-    if (final)
-        fputc('\n', stderr);
+    char run[32] = "";
+    if (p->runs > 1)
+        snprintf(run, sizeof(run), " run %llu/%llu", (unsigned long long)p->run,
+                 (unsigned long long)p->runs);
+    uint64_t last = atomic_load(&p->last_ns);
+    if (last != 0) {
+        /* Every record is out: what runs now is the drain (L2 stores, prefetches). */
+        memset(bar, '=', (size_t)width);
+        fprintf(stderr, "\r[%s] %llu/%llu rec, finishing L2 work %.1fs%s\033[K", bar,
+                (unsigned long long)n, (unsigned long long)p->total,
+                (double)(lmc_mono_ns() - last) / 1e9, run);
+    } else {
+        char when[48];
+        if (p->schedule_s > 0)
+            snprintf(when, sizeof(when), "%.1f/%.1fs", elapsed, p->schedule_s);
+        else
+            snprintf(when, sizeof(when), "%.1fs", elapsed);
+        fprintf(stderr, "\r[%s] %5.1f%% %s %llu/%llu rec ETA %.0fs%s\033[K", bar, frac * 100.0,
+                when, (unsigned long long)n, (unsigned long long)p->total, eta, run);
+    }
     fflush(stderr);
+    p->drawn = true;
+}
+
+static void *bar_thread(void *arg)
+{
+    progress *p = arg;
+    pthread_setname_np(pthread_self(), "replay-bar");
+    while (!atomic_load(&p->stop)) {
+        pthread_mutex_lock(&p->mu);
+        draw_bar_locked(p);
+        pthread_mutex_unlock(&p->mu);
+        lmc_sleep_ns(200 * 1000 * 1000);
+    }
+    return NULL;
+}
+
+/* A log line above the bar: clear the bar's line, write the line, draw the bar again. */
+static void bar_log_sink(lmc_log_level level, const char *comp, const char *msg, void *ud)
+{
+    progress *p = ud;
+    char line[2300];
+    size_t n = lmc_log_format_line(line, sizeof(line), level, comp, msg);
+    pthread_mutex_lock(&p->mu);
+    if (p->drawn)
+        fputs("\r\033[K", stderr);
+    fwrite(line, 1, n, stderr);
+    p->drawn = false;
+    draw_bar_locked(p);
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void progress_start(progress *p)
+{
+    atomic_store(&p->n, 0);
+    atomic_store(&p->start_ns, lmc_mono_ns());
+    atomic_store(&p->last_ns, 0);
+    if (!p->bar)
+        return;
+    atomic_store(&p->stop, false);
+    lmc_log_set_sink(bar_log_sink, p);
+    p->thread_started = pthread_create(&p->thread, NULL, bar_thread, p) == 0;
+}
+
+static void progress_stop(progress *p)
+{
+    if (!p->bar)
+        return;
+    atomic_store(&p->stop, true);
+    if (p->thread_started)
+        pthread_join(p->thread, NULL);
+    p->thread_started = false;
+    lmc_log_set_sink(NULL, NULL);
+    pthread_mutex_lock(&p->mu);
+    if (p->drawn) {
+        draw_bar_locked(p);
+        fputc('\n', stderr);
+        p->drawn = false;
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 static void on_record(const lmc_replay_record_view *rec, void *ud)
 {
     progress *p = ud;
-    p->n = rec->index;
-    const char *q = rec->qualname;
-    double ms = rec->latency_s * 1000.0;
-    const char *status = rec->failed ? "FAIL" : "OK";
+    atomic_store(&p->n, rec->index);
+    if (rec->index == p->total)
+        atomic_store(&p->last_ns, lmc_mono_ns());
     if (p->args->verbose)
-        printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)p->n,
-               (unsigned long long)p->total, status, ms, q);
-    else if (p->bar)
-        draw_bar(p, false);
-    else
-        LMC_INFO("replay", "[%llu/%llu] %s %s (%.3fms)", (unsigned long long)p->n,
-                 (unsigned long long)p->total, status, q, ms);
-    for (size_t i = 0; i < p->outputs->n; i++)
-        lmc_replay_output_record(p->outputs->v[i], rec);
+        printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
+               (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
+               rec->qualname);
+    if (p->record_outputs)
+        for (size_t i = 0; i < p->outputs->n; i++)
+            lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
 static void print_banner(lmc_replay_pace pace)
@@ -620,6 +854,59 @@ static void print_banner(lmc_replay_pace pace)
             bold, bar, reset);
 }
 
+/*
+ * fs L2 adapters whose base_path already holds objects: a replay would
+ * find them (hits the recording never had), so say so, or with --clear-l2
+ * remove them. quiet: no log line for a removal (the runs after the first
+ * of a --repeat). -1 on an I/O error (message printed).
+ */
+static int check_l2_base_paths(const lmc_sm_config *cfg, bool clear, bool quiet)
+{
+    for (size_t i = 0; i < cfg->n_l2_adapters; i++) {
+        lmc_l2_fs_objects o;
+        lmc_error err;
+        if (lmc_l2_fs_scan(cfg->l2_adapters[i], clear, &o, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: --clear-l2: %s\n", err.msg);
+            return -1;
+        }
+        if (o.files == 0)
+            continue;
+        const char *base =
+            lmc_json_get_string(lmc_json_object_get(cfg->l2_adapters[i], "base_path"), NULL);
+        if (clear && !quiet)
+            LMC_INFO(LOG_COMP,
+                     "--clear-l2: removed %llu object(s) (%.1f MiB) from L2 adapter %zu's "
+                     "base_path '%s'",
+                     (unsigned long long)o.removed, (double)o.bytes / (1024.0 * 1024.0), i, base);
+        else if (!clear)
+            LMC_WARN(LOG_COMP,
+                     "L2 adapter %zu (fs): base_path '%s' already holds %llu object(s) "
+                     "(%.1f MiB) written before this replay; the replay will find them in L2, "
+                     "so its outcomes are not those of an empty L2 (--clear-l2 removes them "
+                     "first)",
+                     i, base, (unsigned long long)o.files, (double)o.bytes / (1024.0 * 1024.0));
+    }
+    return 0;
+}
+
+static bool has_fs_adapter(const lmc_sm_config *cfg)
+{
+    for (size_t i = 0; i < cfg->n_l2_adapters; i++) {
+        const char *t = lmc_json_get_string(lmc_json_object_get(cfg->l2_adapters[i], "type"), NULL);
+        if (t != NULL && strcmp(t, "fs") == 0)
+            return true;
+    }
+    return false;
+}
+
+static volatile sig_atomic_t g_interrupted;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    g_interrupted = 1;
+}
+
 static int cmd_trace_replay(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
@@ -639,59 +926,92 @@ static int cmd_trace_replay(int argc, char **argv)
         lmc_sm_config_free(&cfg);
         return rc;
     }
+    if (a.repeat > 1 && has_fs_adapter(&cfg) && !a.clear_l2) {
+        fprintf(stderr,
+                "lmcache trace replay: --repeat %llu with an fs L2 adapter needs "
+                "--clear-l2: every run must start from an empty base_path, or the runs "
+                "after the first would find what the first one stored\n",
+                (unsigned long long)a.repeat);
+        lmc_sm_config_free(&cfg);
+        return 2;
+    }
 
     outputs outs = {0};
-    progress p = {.args = &a, .outputs = &outs};
+    progress p = {.args = &a, .outputs = &outs, .runs = a.repeat};
+    pthread_mutex_init(&p.mu, NULL);
     lmc_replay_result res;
     memset(&res, 0, sizeof(res));
+    lmc_replay_repeat *rep = NULL;
+    struct sigaction old_int;
+    bool handler = false;
     rc = 1;
-    /* Output locations are created before replaying, so a bad one fails fast. */
-    if (make_dirs(a.output_dir) != 0) {
-        fprintf(stderr, "lmcache trace replay: cannot create --output-dir '%s': %s\n",
-                a.output_dir, strerror(errno));
+    /* Every output location is created and checked before replaying, so a bad one fails fast. */
+    if (open_outputs(&a, &outs) != 0)
+        goto out;
+    lmc_trace_reader *rd;
+    lmc_error err;
+    trace_scan sc;
+    if (lmc_trace_reader_open(a.path, &rd, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
         goto out;
     }
-    if (a.jsonl_out) {
-        char dir[PATH_MAX];
-        snprintf(dir, sizeof(dir), "%s", a.jsonl_out);
-        char *slash = strrchr(dir, '/');
-        if (slash && slash != dir) {
-            *slash = '\0';
-            if (make_dirs(dir) != 0) {
-                fprintf(stderr, "lmcache trace replay: cannot create '%s': %s\n", dir,
-                        strerror(errno));
+    scan_records(rd, NULL, &sc, NULL);
+    lmc_trace_reader_close(rd);
+    p.total = sc.total;
+    /* Virtual time runs as fast as the host allows: progress is then by records. */
+    p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
+    if (a.repeat > 1 && (rep = lmc_replay_repeat_create()) == NULL) {
+        fprintf(stderr, "lmcache trace replay: out of memory\n");
+        goto out;
+    }
+    if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
+        goto out;
+    if (!a.quiet)
+        print_banner(a.pace);
+    LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
+    p.bar = !a.verbose && isatty(STDERR_FILENO);
+
+    /* Ctrl-C stops at the next record; a second one ends the process as usual. */
+    g_interrupted = 0;
+    struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
+    sigemptyset(&sa.sa_mask);
+    handler = sigaction(SIGINT, &sa, &old_int) == 0;
+    lmc_replay_options opt = {.time_scale = a.time_scale,
+                              .on_record = on_record,
+                              .ud = &p,
+                              .pace = a.pace,
+                              .stop = &g_interrupted};
+    for (p.run = 1; p.run <= a.repeat; p.run++) {
+        if (p.run > 1) {
+            lmc_replay_result_free(&res);
+            if (check_l2_base_paths(&cfg, a.clear_l2, true) != 0)
+                goto out;
+        }
+        p.record_outputs = p.run == a.repeat;
+        progress_start(&p);
+        lmc_status st = lmc_replay_run(&cfg, a.path, &opt, &res, &err);
+        progress_stop(&p);
+        if (st != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            goto out;
+        }
+        if (res.interrupted)
+            break;
+        if (rep != NULL) {
+            lmc_replay_summary one;
+            if (lmc_replay_summary_init(&one, &res, a.time_scale) != LMC_OK ||
+                lmc_replay_repeat_add(rep, &one) != LMC_OK) {
+                lmc_replay_summary_free(&one);
+                fprintf(stderr, "lmcache trace replay: out of memory\n");
                 goto out;
             }
+            lmc_replay_summary_free(&one);
+            if (!a.quiet && a.repeat > 1)
+                LMC_INFO(LOG_COMP, "run %llu of %llu: outcome digest %.16s",
+                         (unsigned long long)p.run, (unsigned long long)a.repeat,
+                         res.outcome_digest);
         }
-        if (add_output(&outs, "jsonl", NULL, a.jsonl_out, "--jsonl-out") != 0)
-            goto out;
     }
-    /* The rest write their files at the end, and only when the replay ran. */
-    const char *result = a.format_json ? "json" : "table";
-    if ((!a.no_csv && add_output(&outs, "csv", a.output_dir, NULL, NULL) != 0) ||
-        (a.json && add_output(&outs, "summary-json", a.output_dir, NULL, NULL) != 0) ||
-        (!a.quiet && add_output(&outs, result, NULL, NULL, NULL) != 0) ||
-        (a.output && add_output(&outs, result, NULL, a.output, "--output") != 0))
-        goto out;
-    lmc_error err;
-    if (lmc_trace_count_records(a.path, &p.total, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-        goto out;
-    }
-    print_banner(a.pace);
-    LMC_INFO("replay", "trace replay: file=%s records=%llu", a.path,
-             (unsigned long long)p.total);
-    p.bar = !a.verbose && isatty(STDERR_FILENO);
-    p.start_ns = lmc_mono_ns();
-
-    lmc_replay_options opt = {
-        .time_scale = a.time_scale, .on_record = on_record, .ud = &p, .pace = a.pace};
-    if (lmc_replay_run(&cfg, a.path, &opt, &res, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-        goto out;
-    }
-    if (p.bar)
-        draw_bar(&p, true);
 
     rc = 0;
     lmc_replay_summary sum;
@@ -699,6 +1019,20 @@ static int cmd_trace_replay(int argc, char **argv)
         fprintf(stderr, "lmcache trace replay: out of memory\n");
         rc = 1;
     } else {
+        sum.trace_path = a.path;
+        sum.jsonl_path = outs.jsonl[0] ? outs.jsonl : NULL;
+        sum.csv_path = outs.csv[0] ? outs.csv : NULL;
+        sum.outcomes_csv_path = outs.outcomes_csv[0] ? outs.outcomes_csv : NULL;
+        sum.summary_json_path = outs.summary_json[0] ? outs.summary_json : NULL;
+        sum.output_path = a.output;
+        /* An interrupted --repeat reports the runs that finished, not the partial one. */
+        sum.repeat =
+            rep != NULL && lmc_replay_repeat_runs(rep) > 0 && !res.interrupted ? rep : NULL;
+        if (sum.figures.failed_reads > 0) {
+            char missed[256];
+            lmc_replay_missed_summary(&sum, missed, sizeof(missed));
+            LMC_WARN(LOG_COMP, "trace replay: %s (per record: --jsonl-out)", missed);
+        }
         for (size_t i = 0; i < outs.n; i++) {
             if (lmc_replay_output_finish(outs.v[i], &sum, &err) != LMC_OK) {
                 fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
@@ -708,14 +1042,28 @@ static int cmd_trace_replay(int argc, char **argv)
         lmc_replay_summary_free(&sum);
     }
     if (res.recorder_dropped > 0)
-        fprintf(stderr, "lmcache trace replay: note: the recorder dropped %llu record(s) while "
-                        "writing this trace\n", (unsigned long long)res.recorder_dropped);
+        fprintf(stderr,
+                "lmcache trace replay: note: the recorder dropped %llu record(s) while "
+                "writing this trace\n",
+                (unsigned long long)res.recorder_dropped);
     if (res.failed > 0)
         rc = 1;
+    if (res.interrupted) {
+        fprintf(stderr,
+                "lmcache trace replay: interrupted: replayed %llu of %llu records%s; the "
+                "results cover those only\n",
+                (unsigned long long)res.reported, (unsigned long long)p.total,
+                a.repeat > 1 ? " of the last run" : "");
+        rc = 130;
+    }
 
 out:
+    if (handler)
+        sigaction(SIGINT, &old_int, NULL);
     outputs_destroy(&outs);
     lmc_replay_result_free(&res);
+    lmc_replay_repeat_destroy(rep);
+    pthread_mutex_destroy(&p.mu);
     lmc_sm_config_free(&cfg);
     return rc;
 }

@@ -40,6 +40,56 @@ void lmc_sha256_hex(const void *data, size_t len, char out[LMC_SHA256_HEX_LEN + 
     lmc_hex_encode(raw, sizeof(raw), out);
 }
 
+struct lmc_sha256_stream {
+    EVP_MD_CTX *md;
+};
+
+/* As for the one-shot digest: a failing OpenSSL would make a wrong digest. */
+static void stream_check(int ok, const char *what)
+{
+    if (ok != 1) {
+        LMC_ERROR("digest", "SHA-256 stream: OpenSSL %s failed", what);
+        abort();
+    }
+}
+
+lmc_sha256_stream *lmc_sha256_stream_create(void)
+{
+    lmc_sha256_stream *s = calloc(1, sizeof(*s));
+    if (s == NULL)
+        return NULL;
+    s->md = EVP_MD_CTX_new();
+    if (s->md == NULL) {
+        free(s);
+        return NULL;
+    }
+    stream_check(EVP_DigestInit_ex(s->md, EVP_sha256(), NULL), "EVP_DigestInit_ex");
+    return s;
+}
+
+void lmc_sha256_stream_update(lmc_sha256_stream *s, const void *data, size_t len)
+{
+    if (len > 0)
+        stream_check(EVP_DigestUpdate(s->md, data, len), "EVP_DigestUpdate");
+}
+
+void lmc_sha256_stream_final_hex(lmc_sha256_stream *s, char out[LMC_SHA256_HEX_LEN + 1])
+{
+    uint8_t raw[LMC_SHA256_LEN];
+    unsigned int n = 0;
+    stream_check(EVP_DigestFinal_ex(s->md, raw, &n), "EVP_DigestFinal_ex");
+    stream_check(n == LMC_SHA256_LEN, "EVP_DigestFinal_ex length");
+    lmc_hex_encode(raw, sizeof(raw), out);
+}
+
+void lmc_sha256_stream_destroy(lmc_sha256_stream *s)
+{
+    if (s == NULL)
+        return;
+    EVP_MD_CTX_free(s->md);
+    free(s);
+}
+
 void lmc_hex_encode(const void *data, size_t len, char *out)
 {
     static const char hex[] = "0123456789abcdef";
@@ -59,10 +109,10 @@ lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1
         return lmc_error_set(err, errno == ENOENT ? LMC_ERR_NOT_FOUND : LMC_ERR_IO,
                              "cannot read '%s': %s", path, strerror(errno));
     lmc_status st = LMC_OK;
-    EVP_MD_CTX *ctx = EVP_MD_CTX_new();
     enum { BUF = 1 << 20 };
     uint8_t *buf = malloc(BUF);
-    if (ctx == NULL || buf == NULL || EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1) {
+    lmc_sha256_stream *s = lmc_sha256_stream_create();
+    if (buf == NULL || s == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "SHA-256 of '%s': out of memory", path);
         goto out;
     }
@@ -76,21 +126,12 @@ lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1
         }
         if (n == 0)
             break;
-        if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1) {
-            st = lmc_error_set(err, LMC_ERR_INTERNAL, "SHA-256 of '%s': OpenSSL failed", path);
-            goto out;
-        }
+        lmc_sha256_stream_update(s, buf, (size_t)n);
     }
-    uint8_t raw[LMC_SHA256_LEN];
-    unsigned int len = 0;
-    if (EVP_DigestFinal_ex(ctx, raw, &len) != 1 || len != LMC_SHA256_LEN) {
-        st = lmc_error_set(err, LMC_ERR_INTERNAL, "SHA-256 of '%s': OpenSSL failed", path);
-        goto out;
-    }
-    lmc_hex_encode(raw, sizeof(raw), out);
+    lmc_sha256_stream_final_hex(s, out);
 out:
     free(buf);
-    EVP_MD_CTX_free(ctx);
+    lmc_sha256_stream_destroy(s);
     close(fd);
     return st;
 }

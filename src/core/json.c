@@ -842,6 +842,22 @@ char *lmc_json_dumps(const lmc_json *v, unsigned flags, int indent, size_t *len_
     return e.out.p;
 }
 
+char *lmc_json_dumps_line(const lmc_json *v, unsigned flags, int indent)
+{
+    size_t len = 0;
+    char *text = lmc_json_dumps(v, flags, indent, &len);
+    if (text == NULL)
+        return NULL;
+    char *out = realloc(text, len + 2);
+    if (out == NULL) {
+        free(text);
+        return NULL;
+    }
+    out[len] = '\n';
+    out[len + 1] = '\0';
+    return out;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Parser (jansson)                                                         */
 /* ------------------------------------------------------------------------ */

@@ -83,6 +83,9 @@ const char *lmc_json_type_name(lmc_json_type t);
  */
 char *lmc_json_dumps(const lmc_json *v, unsigned flags, int indent, size_t *len_out);
 
+/* The same plus a final "\n", as json.dump(...) followed by a newline writes a file. */
+char *lmc_json_dumps_line(const lmc_json *v, unsigned flags, int indent);
+
 /*
  * Python's repr of a float: shortest digits that round-trip, fixed notation
  * for decimal exponents -4 <= e < 16 (with ".0" when integral), else

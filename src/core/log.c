@@ -117,24 +117,31 @@ void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_li
         return;
     }
 
+    char line[2300];
+    size_t n = lmc_log_format_line(line, sizeof(line), level, component, msg);
+    /* One write per line keeps lines from different threads whole. */
+    ssize_t w = write(STDERR_FILENO, line, n);
+    (void)w;
+}
+
+size_t lmc_log_format_line(char *line, size_t len, lmc_log_level level, const char *component,
+                           const char *msg)
+{
     struct timeval tv;
     gettimeofday(&tv, NULL);
     struct tm tm;
     localtime_r(&tv.tv_sec, &tm);
-    char line[2300];
-    int n = snprintf(line, sizeof(line), "%04d-%02d-%02d %02d:%02d:%02d.%03d %s [%s] %s\n",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(tv.tv_usec / 1000), lmc_log_level_name(level),
-                     component ? component : "lmcache", msg);
-    if (n < 0)
-        return;
-    if ((size_t)n >= sizeof(line)) {
-        n = (int)sizeof(line) - 1;
+    int n = snprintf(line, len, "%04d-%02d-%02d %02d:%02d:%02d.%03d %s [%s] %s\n",
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(tv.tv_usec / 1000), lmc_log_level_name(level),
+                     component && component[0] ? component : "lmcache", msg);
+    if (n < 0 || len < 2)
+        return 0;
+    if ((size_t)n >= len) {
+        n = (int)len - 1;
         line[n - 1] = '\n';
     }
-    /* One write per line keeps lines from different threads whole. */
-    ssize_t w = write(STDERR_FILENO, line, (size_t)n);
-    (void)w;
+    return (size_t)n;
 }
 
 void lmc_log(lmc_log_level level, const char *component, const char *fmt, ...)

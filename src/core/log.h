@@ -14,6 +14,7 @@
 
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 typedef enum lmc_log_level {
     LMC_LOG_DEBUG = 10,
@@ -40,6 +41,15 @@ const char *lmc_log_level_name(lmc_log_level level);
 typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const char *msg,
                              void *ud);
 void lmc_log_set_sink(lmc_log_sink sink, void *ud);
+
+/*
+ * The line lmc_log writes to stderr (timestamp, level, component, msg,
+ * "\n") into line; returns its length (cut to len - 1 bytes, still ending
+ * in "\n"). For a sink that prints lines as stderr would, e.g. around a
+ * progress bar.
+ */
+size_t lmc_log_format_line(char *line, size_t len, lmc_log_level level, const char *component,
+                           const char *msg);
 
 void lmc_log(lmc_log_level level, const char *component, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

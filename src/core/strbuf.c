@@ -1,5 +1,6 @@
 /*
- * strbuf.c -- a growable NUL-terminated string builder (see strbuf.h).
+ * strbuf.c -- a growable NUL-terminated string builder, and a bounded one
+ * (see strbuf.h).
  */
 #include "core/strbuf.h"
 
@@ -77,4 +78,45 @@ char *lmc_strbuf_finish(lmc_strbuf *b)
     if (b->p == NULL)
         return strdup("");
     return b->p;
+}
+
+void lmc_fixbuf_append(lmc_fixbuf *b, const char *text, size_t n)
+{
+    if (b->len < b->cap) {
+        size_t room = b->cap - 1 - b->len;
+        memcpy(b->buf + b->len, text, n < room ? n : room);
+    }
+    b->len += n;
+}
+
+void lmc_fixbuf_puts(lmc_fixbuf *b, const char *text)
+{
+    lmc_fixbuf_append(b, text, strlen(text));
+}
+
+void lmc_fixbuf_u64(lmc_fixbuf *b, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[sizeof(tmp) - 1 - n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    lmc_fixbuf_append(b, tmp + sizeof(tmp) - n, n);
+}
+
+void lmc_fixbuf_hex64(lmc_fixbuf *b, uint64_t v)
+{
+    static const char hex[] = "0123456789abcdef";
+    char tmp[16];
+    for (size_t i = 0; i < 16; i++)
+        tmp[i] = hex[(v >> (60 - 4 * i)) & 0xF];
+    lmc_fixbuf_append(b, tmp, 16);
+}
+
+size_t lmc_fixbuf_finish(lmc_fixbuf *b)
+{
+    if (b->cap > 0)
+        b->buf[b->len < b->cap ? b->len : b->cap - 1] = '\0';
+    return b->len;
 }

@@ -228,6 +228,26 @@ typedef struct lmc_l2_eviction_settings {
 bool lmc_l2_adapter_eviction_settings(const lmc_l2_adapter *a, lmc_l2_eviction_settings *out);
 
 /* ------------------------------------------------------------------ */
+/* fs: what a base_path already holds                                   */
+/* ------------------------------------------------------------------ */
+
+typedef struct lmc_l2_fs_objects {
+    uint64_t files, bytes; /* found */
+    uint64_t removed;      /* of those, removed */
+} lmc_l2_fs_objects;
+
+/*
+ * The objects an "fs" adapter config's base_path (and relative_tmp_dir)
+ * holds: regular files named as the adapter names them (a key's canonical
+ * name, or its temporary name), never anything else and never through a
+ * symlink. With remove they are deleted. A config of another type, or a
+ * base_path that does not exist, holds none. LMC_ERR_IO naming the path
+ * when a directory cannot be read or a file removed. Any thread; no
+ * adapter needs to exist.
+ */
+lmc_status lmc_l2_fs_scan(const lmc_json *cfg, bool remove, lmc_l2_fs_objects *out, lmc_error *err);
+
+/* ------------------------------------------------------------------ */
 /* Status                                                               */
 /* ------------------------------------------------------------------ */
 

@@ -31,6 +31,7 @@
 #include "core/keymap.h"
 #include "core/keyvec.h"
 #include "core/log.h"
+#include "core/strbuf.h"
 #include "l2/adapter_impl.h"
 #include "l2/worker.h"
 
@@ -64,52 +65,36 @@ static atomic_uint g_instances; /* numbers the worker threads: l2-fs-0, l2-fs-1,
 /* Names                                                                */
 /* ------------------------------------------------------------------ */
 
-typedef struct out_buf {
-    char *buf;
-    size_t cap, pos;
-} out_buf;
-
-static void put(out_buf *o, const char *s, size_t n)
-{
-    if (o->pos < o->cap) {
-        size_t room = o->cap - 1 - o->pos;
-        memcpy(o->buf + o->pos, s, n < room ? n : room);
-    }
-    o->pos += n;
-}
-
 size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    out_buf o = {buf, len, 0};
+    lmc_fixbuf o = LMC_FIXBUF(buf, len);
     char num[40];
     const char *model = key->model_name != NULL ? key->model_name : "";
     for (const char *p = model; *p != '\0'; p++) {
         if (*p == '/')
-            put(&o, "-SEP-", 5);
+            lmc_fixbuf_append(&o, "-SEP-", 5);
         else
-            put(&o, p, 1);
+            lmc_fixbuf_append(&o, p, 1);
     }
     /* Python's f"{kv_rank:08x}": the sign counts toward the width. */
     if (key->kv_rank < 0)
         snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
     else
         snprintf(num, sizeof(num), "@0x%08" PRIx64, (uint64_t)key->kv_rank);
-    put(&o, num, strlen(num));
+    lmc_fixbuf_append(&o, num, strlen(num));
     snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
-    put(&o, num, strlen(num));
+    lmc_fixbuf_append(&o, num, strlen(num));
     for (size_t i = 0; i < key->chunk_hash_len; i++) {
         char pair[2] = {hex[key->chunk_hash[i] >> 4], hex[key->chunk_hash[i] & 0xF]};
-        put(&o, pair, 2);
+        lmc_fixbuf_append(&o, pair, 2);
     }
     if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {
-        put(&o, "@", 1);
-        put(&o, key->cache_salt, strlen(key->cache_salt));
+        lmc_fixbuf_append(&o, "@", 1);
+        lmc_fixbuf_append(&o, key->cache_salt, strlen(key->cache_salt));
     }
-    put(&o, ".data", 5);
-    if (len > 0)
-        buf[o.pos < len ? o.pos : len - 1] = '\0';
-    return o.pos;
+    lmc_fixbuf_append(&o, ".data", 5);
+    return lmc_fixbuf_finish(&o);
 }
 
 static int hex_value(char c)
@@ -669,6 +654,78 @@ static void recover(fs_adapter *fs)
         LMC_INFO(COMPONENT, "recovered %zu files (%" PRIu64 " bytes) from '%s'", fs->recovered.len,
                  total, fs->base_path);
     free(sizes);
+}
+
+/* ------------------------------------------------------------------ */
+/* What a base_path holds (for tools: replay's warning and --clear-l2)   */
+/* ------------------------------------------------------------------ */
+
+/*
+ * A name this adapter writes: a key's canonical name, or its temporary
+ * name (the ".data" swapped for ".tmp" beside the data; the data name
+ * itself in relative_tmp_dir).
+ */
+static bool is_own_name(const char *name, bool in_tmp_dir)
+{
+    lmc_object_key key;
+    if (lmc_l2_fs_parse_name(name, &key))
+        return true;
+    size_t len = strlen(name);
+    if (in_tmp_dir || len <= 4 || len >= NAME_MAX + 8 || strcmp(name + len - 4, ".tmp") != 0)
+        return false;
+    char data[NAME_MAX + 16];
+    snprintf(data, sizeof(data), "%.*s.data", (int)(len - 4), name);
+    return lmc_l2_fs_parse_name(data, &key);
+}
+
+static lmc_status scan_dir(const char *path, bool in_tmp_dir, bool remove, lmc_l2_fs_objects *out,
+                           lmc_error *err)
+{
+    DIR *dir = opendir(path);
+    if (dir == NULL) {
+        if (errno == ENOENT)
+            return LMC_OK; /* nothing written there yet */
+        return lmc_error_set(err, LMC_ERR_IO, "fs L2 adapter: cannot read '%s': %s", path,
+                             strerror(errno));
+    }
+    lmc_status st = LMC_OK;
+    struct dirent *de;
+    while ((de = readdir(dir)) != NULL) {
+        struct stat sb;
+        /* Regular files only, never through a symlink: nothing else is ours. */
+        if (!is_own_name(de->d_name, in_tmp_dir) ||
+            fstatat(dirfd(dir), de->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+            continue;
+        out->files++;
+        out->bytes += (uint64_t)sb.st_size;
+        if (!remove)
+            continue;
+        if (unlinkat(dirfd(dir), de->d_name, 0) != 0) {
+            st = lmc_error_set(err, LMC_ERR_IO, "fs L2 adapter: cannot remove '%s/%s': %s", path,
+                               de->d_name, strerror(errno));
+            break;
+        }
+        out->removed++;
+    }
+    closedir(dir);
+    return st;
+}
+
+lmc_status lmc_l2_fs_scan(const lmc_json *cfg, bool remove, lmc_l2_fs_objects *out, lmc_error *err)
+{
+    memset(out, 0, sizeof(*out));
+    const char *type = lmc_json_get_string(lmc_json_object_get(cfg, "type"), NULL);
+    const char *base = lmc_json_get_string(lmc_json_object_get(cfg, "base_path"), NULL);
+    if (type == NULL || strcmp(type, TYPE) != 0 || base == NULL)
+        return LMC_OK;
+    lmc_status st = scan_dir(base, false, remove, out, err);
+    const char *rel = lmc_json_get_string(lmc_json_object_get(cfg, "relative_tmp_dir"), NULL);
+    if (st == LMC_OK && rel != NULL && tmp_dir_ok(rel)) {
+        char tmp[PATH_MAX];
+        if (snprintf(tmp, sizeof(tmp), "%s/%s", base, rel) < (int)sizeof(tmp))
+            st = scan_dir(tmp, true, remove, out, err);
+    }
+    return st;
 }
 
 static void fs_free(fs_adapter *fs)

@@ -35,8 +35,19 @@
  * so SIGPIPE is blocked on every thread that does Redis I/O (the workers
  * for their life; other threads around each exchange).
  *
- * Redis Cluster is not spoken: a MOVED/ASK reply is an error (the task
- * fails); cluster mode needs a cluster-aware proxy in front (docs).
+ * Cluster mode ("cluster": true, or found by `INFO cluster` on the one
+ * seed): the routing is l2/resp_cluster.h's. Each worker, and the delete
+ * path, then owns a connset (one connection per node) instead of one
+ * connection; the commands of a task are grouped by the node serving their
+ * slot and pipelined per node. Node health lives in the cluster module: a
+ * node that is down fails its keys at once, the others go on. A worker's
+ * link is "the cluster is usable" (some slot served by a node that is up),
+ * so tasks fail at submit only when no node can serve anything. A lookup or
+ * load then reports each key's own answer (the keys of a node that failed
+ * are misses), a store with a key left unanswered reports -1, and the bytes
+ * written and deleted are also counted per slot, for the per-node usage.
+ * Keys are the single-node names (one key per object: nothing to
+ * co-locate).
  */
 #include <errno.h>
 #include <hiredis/hiredis.h>
@@ -56,6 +67,7 @@
 #include "core/keymap.h"
 #include "core/log.h"
 #include "l2/adapter_impl.h"
+#include "l2/resp_cluster.h"
 #include "l2/worker.h"
 
 #define COMPONENT "l2-resp"
@@ -67,6 +79,8 @@
 #define WINDOW_CMDS 256u        /* commands per pipeline window ... */
 #define WINDOW_BYTES (8u << 20) /* ... or this many value bytes, whichever comes first */
 #define NAME_STACK 512
+#define CTL SIZE_MAX         /* the connection index of the delete path */
+#define CLUSTER_POLL_MS 100u /* cluster mode: a down worker looks at the cluster this often */
 
 typedef struct resp_conn {
     redisContext *c;
@@ -106,9 +120,17 @@ typedef struct resp_adapter {
 
     pthread_mutex_t ctl_lock; /* the delete path's connection */
     resp_conn ctl;
+
+    /* Cluster mode only (cl != NULL). */
+    lmc_resp_cluster *cl;
+    char **seeds; /* "host:port" */
+    size_t n_seeds;
+    lmc_resp_connset **csets; /* nconn entries; csets[i] belongs to worker i */
+    lmc_resp_connset *ctl_cs; /* the delete path's, under ctl_lock */
 } resp_adapter;
 
 static atomic_uint g_instances; /* numbers the worker threads: l2-resp-0-0, ... */
+static atomic_uint g_monitors;  /* numbers the cluster monitors: l2-resp-map-0, ... */
 
 /* ------------------------------------------------------------------ */
 /* Small helpers                                                        */
@@ -196,62 +218,79 @@ static char *key_name(const resp_adapter *r, const lmc_object_key *key, char *bu
 /* Connections                                                          */
 /* ------------------------------------------------------------------ */
 
-/* A command on a fresh connection, expecting a status reply (OK/PONG). */
-static bool handshake_cmd(resp_adapter *r, redisContext *c, const char *what, int argc,
-                          const char **argv)
+/* A command on a fresh connection, expecting a status reply (OK/PONG); false with why in err. */
+static bool handshake_cmd(redisContext *c, const char *what, int argc, const char **argv, char *err,
+                          size_t len)
 {
     redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
     if (rep == NULL) {
-        set_error(r, true, "%s: %s: %s", r->endpoint, what, c->errstr[0] ? c->errstr : "no reply");
+        snprintf(err, len, "%s: %s", what, c->errstr[0] ? c->errstr : "no reply");
         return false;
     }
     bool ok = rep->type == REDIS_REPLY_STATUS;
     if (!ok)
-        set_error(r, true, "%s: %s: %.*s", r->endpoint, what,
-                  rep->type == REDIS_REPLY_ERROR ? (int)rep->len : 15,
-                  rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
+        snprintf(err, len, "%s: %.*s", what, rep->type == REDIS_REPLY_ERROR ? (int)rep->len : 15,
+                 rep->type == REDIS_REPLY_ERROR ? rep->str : "unexpected reply");
     freeReplyObject(rep);
     return ok;
 }
 
 /*
- * Open, authenticate, select the db and PING, all bounded by timeout_ms.
- * A stopped server still accepts TCP connections (the kernel does), so only
- * the PING proves it answers. On failure, schedules the next try.
+ * Open a connection to host:port (or the Unix socket sock), authenticate,
+ * select db and PING, all bounded by timeout_ms. A stopped server still
+ * accepts TCP connections (the kernel does), so only the PING proves it
+ * answers. NULL with why in err ("connect: Connection refused").
  */
-static bool conn_open(resp_adapter *r, resp_conn *cn)
+static redisContext *resp_connect(const resp_adapter *r, const char *host, int port,
+                                  const char *sock, int64_t db, char *err, size_t len)
 {
     struct timeval tv = ms_tv(r->timeout_ms);
-    redisContext *c = r->unix_socket != NULL ? redisConnectUnixWithTimeout(r->unix_socket, tv)
-                                             : redisConnectWithTimeout(r->host, r->port, tv);
+    redisContext *c = sock != NULL ? redisConnectUnixWithTimeout(sock, tv)
+                                   : redisConnectWithTimeout(host, port, tv);
     bool ok = c != NULL && c->err == 0;
     if (!ok)
-        set_error(r, true, "%s: connect: %s", r->endpoint, c != NULL ? c->errstr : "out of memory");
+        snprintf(err, len, "connect: %s", c != NULL ? c->errstr : "out of memory");
     if (ok && redisSetTimeout(c, tv) != REDIS_OK) {
-        set_error(r, true, "%s: setting the socket timeout failed", r->endpoint);
+        snprintf(err, len, "setting the socket timeout failed");
         ok = false;
     }
-    if (ok && r->unix_socket == NULL)
+    if (ok && sock == NULL)
         redisEnableKeepAlive(c);
     if (ok && r->password != NULL) {
         const char *argv[3] = {"AUTH", r->username != NULL ? r->username : r->password,
                                r->password};
-        ok = handshake_cmd(r, c, "AUTH", r->username != NULL ? 3 : 2, argv);
+        ok = handshake_cmd(c, "AUTH", r->username != NULL ? 3 : 2, argv, err, len);
     }
-    if (ok && r->db != 0) {
-        char db[24];
-        snprintf(db, sizeof(db), "%" PRId64, r->db);
-        const char *argv[2] = {"SELECT", db};
-        ok = handshake_cmd(r, c, "SELECT", 2, argv);
+    if (ok && db != 0) {
+        char dbs[24];
+        snprintf(dbs, sizeof(dbs), "%" PRId64, db);
+        const char *argv[2] = {"SELECT", dbs};
+        ok = handshake_cmd(c, "SELECT", 2, argv, err, len);
     }
     if (ok) {
         const char *argv[1] = {"PING"};
-        ok = handshake_cmd(r, c, "PING", 1, argv);
+        ok = handshake_cmd(c, "PING", 1, argv, err, len);
     }
+    if (!ok && c != NULL) {
+        redisFree(c);
+        c = NULL;
+    }
+    return c;
+}
+
+/*
+ * Open cn (resp_connect to the one server). On failure, records the error
+ * and schedules the next try.
+ */
+static bool conn_open(resp_adapter *r, resp_conn *cn)
+{
+    char why[256];
+    redisContext *c = resp_connect(r, r->host, r->port, r->unix_socket, r->db, why, sizeof(why));
+    bool ok = c != NULL;
+    if (!ok)
+        set_error(r, true, "%s: %s", r->endpoint, why);
     uint64_t now = lmc_mono_ns();
     if (!ok) {
-        if (c != NULL)
-            redisFree(c);
         cn->failures++;
         if (!atomic_exchange(&r->outage_logged, true)) {
             pthread_mutex_lock(&r->lock);
@@ -385,9 +424,89 @@ static void reply_error(resp_adapter *r, const char *what, const redisReply *rep
 {
     const char *hint = "";
     if (rep->len >= 5 && (strncmp(rep->str, "MOVED", 5) == 0 || strncmp(rep->str, "ASK ", 4) == 0))
-        hint = " (Redis Cluster: put a cluster-aware proxy in front; see docs/l2-adapters.md)";
+        hint = " (a Redis Cluster node: set \"cluster\": true; see docs/l2-adapters.md)";
     set_error(r, false, "%s: %s: %.*s%s", r->endpoint, what, (int)(rep->len > 160 ? 160 : rep->len),
               rep->str, hint);
+}
+
+/* ------------------------------------------------------------------ */
+/* One exchange: the one server's pipeline, or the cluster's per node    */
+/* ------------------------------------------------------------------ */
+
+/* The hash slot of key's Redis key (cluster mode). */
+static unsigned key_slot(const resp_adapter *r, const lmc_object_key *key)
+{
+    char buf[NAME_STACK];
+    size_t len;
+    char *name = key_name(r, key, buf, sizeof(buf), &len);
+    if (name == NULL)
+        return 0; /* out of memory: building its command fails the same way */
+    unsigned slot = lmc_resp_key_slot(name, len);
+    if (name != buf)
+        free(name);
+    return slot;
+}
+
+/* A task's pipeline callbacks, as the cluster's batch callbacks. */
+typedef struct batch_ctx {
+    resp_adapter *r;
+    lmc_l2_task *t;
+    append_fn append;
+    reply_fn on_reply;
+    void *acc;
+} batch_ctx;
+
+static unsigned batch_slot(void *ud, size_t i)
+{
+    batch_ctx *b = ud;
+    return key_slot(b->r, &b->t->keys[i]);
+}
+
+static bool batch_append(void *ud, redisContext *c, size_t i)
+{
+    batch_ctx *b = ud;
+    return b->append(b->r, c, b->t, i);
+}
+
+static void batch_reply(void *ud, size_t i, redisReply *rep)
+{
+    batch_ctx *b = ud;
+    b->on_reply(b->r, b->t, i, rep, b->acc);
+}
+
+static uint64_t batch_bytes(void *ud, size_t i)
+{
+    batch_ctx *b = ud;
+    return b->t->objs != NULL ? b->t->objs[i].size : 0;
+}
+
+/*
+ * One command per key of t over connection index (a worker's, or CTL: the
+ * delete path's). Single server: pipeline on its connection. Cluster: the
+ * keys grouped by node and pipelined per node, redirects followed. False
+ * when some key got no reply.
+ */
+static bool exchange(resp_adapter *r, size_t index, lmc_l2_task *t, append_fn append,
+                     reply_fn on_reply, void *acc, const char *what)
+{
+    if (r->cl == NULL)
+        return pipeline(r, index == CTL ? &r->ctl : &r->conns[index], t, append, on_reply, acc,
+                        what);
+    batch_ctx ctx = {r, t, append, on_reply, acc};
+    lmc_resp_batch b = {.n = t->n,
+                        .slot = batch_slot,
+                        .append = batch_append,
+                        .reply = batch_reply,
+                        .bytes = batch_bytes,
+                        .ud = &ctx,
+                        .what = what};
+    size_t failed = lmc_resp_cluster_run(r->cl, index == CTL ? r->ctl_cs : r->csets[index], &b);
+    if (failed > 0 && index != CTL) {
+        pthread_mutex_lock(&r->lock);
+        r->failed_tasks++;
+        pthread_mutex_unlock(&r->lock);
+    }
+    return failed == 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -397,10 +516,13 @@ static void reply_error(resp_adapter *r, const char *what, const redisReply *rep
 /*
  * The end of every task: false when its connection broke under it (the
  * workers then count the link down), which also counts the task as failed.
+ * In cluster mode the link is the cluster's health, not one connection:
+ * always true (exchange counted a failed task).
  */
-static bool conn_kept(resp_adapter *r, const resp_conn *cn)
+static bool conn_kept(resp_adapter *r, size_t index)
 {
-    if (cn->c != NULL)
+    const resp_conn *cn = &r->conns[index];
+    if (r->cl != NULL || cn->c != NULL)
         return true;
     pthread_mutex_lock(&r->lock);
     r->failed_tasks++;
@@ -435,14 +557,13 @@ static void on_store_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply
 static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
     resp_adapter *r = ud;
-    resp_conn *cn = &r->conns[index];
     store_acc acc = {0, false, calloc(t->n > 0 ? t->n : 1, 1)};
     if (acc.done == NULL) {
         LMC_ERROR(COMPONENT, "store task %" PRIu64 ": out of memory", t->id);
         lmc_l2_task_fail(r->base, t);
         return true;
     }
-    if (!pipeline(r, cn, t, append_store, on_store_reply, &acc, "SET"))
+    if (!exchange(r, index, t, append_store, on_store_reply, &acc, "SET"))
         acc.failed = true;
     /* Keys are compacted to the written ones; nn <= i, so only used slots are overwritten. */
     size_t nn = 0;
@@ -451,6 +572,8 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
             continue;
         t->keys[nn] = t->keys[i];
         t->sizes[nn] = t->objs[i].size;
+        if (r->cl != NULL)
+            lmc_resp_cluster_count_bytes(r->cl, key_slot(r, &t->keys[nn]), (int64_t)t->sizes[nn]);
         nn++;
     }
     free(acc.done);
@@ -465,7 +588,7 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
     t->result = acc.failed ? -1 : (int64_t)acc.written;
     lmc_l2_notify_stored(r->base, t->keys, t->sizes, nn);
     lmc_l2_task_complete(r->base, t);
-    return conn_kept(r, cn);
+    return conn_kept(r, index);
 }
 
 static bool append_exists(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -493,16 +616,20 @@ static void clear_all(lmc_l2_task *t)
 static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
     resp_adapter *r = ud;
-    resp_conn *cn = &r->conns[index];
     bool warned = false;
-    if (!pipeline(r, cn, t, append_exists, on_exists_reply, &warned, "EXISTS"))
-        clear_all(t); /* a broken task reports nothing found, not half an answer */
+    /*
+     * One server: a broken task reports nothing found, not half an answer.
+     * Cluster: each key's answer stands; the keys of a node that failed are
+     * misses.
+     */
+    if (!exchange(r, index, t, append_exists, on_exists_reply, &warned, "EXISTS") && r->cl == NULL)
+        clear_all(t);
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&r->lock);
     lmc_l2_lock_hits(r->locks, t);
     pthread_mutex_unlock(&r->lock);
     lmc_l2_task_complete(r->base, t);
-    return conn_kept(r, cn);
+    return conn_kept(r, index);
 }
 
 static bool append_get(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t i)
@@ -527,10 +654,9 @@ static void on_get_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *
 static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
     resp_adapter *r = ud;
-    resp_conn *cn = &r->conns[index];
     bool warned = false;
-    if (!pipeline(r, cn, t, append_get, on_get_reply, &warned, "GET"))
-        clear_all(t);
+    if (!exchange(r, index, t, append_get, on_get_reply, &warned, "GET") && r->cl == NULL)
+        clear_all(t); /* as for a lookup */
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (lmc_bitmap_test(&t->bitmap, i))
@@ -538,7 +664,7 @@ static bool run_load(void *ud, size_t index, lmc_l2_task *t)
     }
     lmc_l2_notify_accessed(r->base, t->keys, nn);
     lmc_l2_task_complete(r->base, t);
-    return conn_kept(r, cn);
+    return conn_kept(r, index);
 }
 
 /* ------------------------------------------------------------------ */
@@ -549,6 +675,12 @@ static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 static bool resp_link(void *ud, size_t i, bool up, uint64_t *retry_ns)
 {
     resp_adapter *r = ud;
+    if (r->cl != NULL) {
+        /* Up: PING this worker's idle connections. Down: only look (the monitor probes). */
+        *retry_ns = lmc_mono_ns() + (uint64_t)CLUSTER_POLL_MS * 1000000u;
+        return lmc_resp_cluster_check(r->cl, r->csets[i],
+                                      up ? (uint64_t)PING_IDLE_MS * 1000000u : UINT64_MAX);
+    }
     resp_conn *cn = &r->conns[i];
     bool ok;
     if (up) {
@@ -659,11 +791,11 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     sigpipe_guard guard;
     sigpipe_block(&guard);
     pthread_mutex_lock(&r->ctl_lock);
-    bool ok = r->ctl.c != NULL;
+    bool ok = r->cl != NULL || r->ctl.c != NULL;
     if (!ok && lmc_mono_ns() >= r->ctl.next_try_ns)
         ok = conn_open(r, &r->ctl);
     if (ok)
-        ok = pipeline(r, &r->ctl, &t, append_delete, on_delete_reply, &acc, "DEL");
+        ok = exchange(r, CTL, &t, append_delete, on_delete_reply, &acc, "DEL");
     pthread_mutex_unlock(&r->ctl_lock);
     sigpipe_restore(&guard);
 
@@ -675,6 +807,8 @@ static void resp_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
         if (done[i]) {
             victims[d] = key;
             sizes[d] = sizes[i];
+            if (r->cl != NULL)
+                lmc_resp_cluster_count_bytes(r->cl, key_slot(r, &key), -(int64_t)sizes[d]);
             d++;
         } else if (!untracked && lmc_l2_count_put(r->sizes, &key, sizes[i]) != LMC_OK) {
             LMC_ERROR(COMPONENT, "delete: a key is no longer tracked (out of memory)");
@@ -700,6 +834,9 @@ static bool resp_is_healthy(void *impl)
     resp_adapter *r = impl;
     bool up =
         !lmc_l2_workers_stopping(r->workers) && lmc_l2_workers_get_stats(r->workers).live_links > 0;
+    /* Cluster: healthy while every slot is served by a node that answers. */
+    if (r->cl != NULL)
+        return up && lmc_resp_cluster_healthy(r->cl);
     return up && !atomic_load(&r->degraded);
 }
 
@@ -716,10 +853,19 @@ static void resp_report_status(void *impl, lmc_json *status)
     char last_error[sizeof(r->last_error)];
     memcpy(last_error, r->last_error, sizeof(last_error));
     pthread_mutex_unlock(&r->lock);
+    bool connected = live > 0;
+    if (r->cl != NULL) {
+        /* Connections are per node and opened on demand: count those open. */
+        lmc_resp_cluster_stats cs = lmc_resp_cluster_get_stats(r->cl);
+        connected = lmc_resp_cluster_usable(r->cl);
+        live = (int)cs.open_connections;
+        reconnects = cs.connects;
+    }
     lmc_json_object_set(status, "endpoint", lmc_json_string(r->endpoint));
+    lmc_json_object_set(status, "cluster", lmc_json_bool(r->cl != NULL));
     lmc_json_object_set(status, "db", lmc_json_int(r->db));
     lmc_json_object_set(status, "key_prefix", lmc_json_string(r->prefix));
-    lmc_json_object_set(status, "connected", lmc_json_bool(live > 0));
+    lmc_json_object_set(status, "connected", lmc_json_bool(connected));
     lmc_json_object_set(status, "live_connections", lmc_json_int(live));
     lmc_json_object_set(status, "connections", lmc_json_int(r->nconn));
     lmc_json_object_set(status, "last_error",
@@ -729,16 +875,86 @@ static void resp_report_status(void *impl, lmc_json *status)
     lmc_json_object_set(status, "locked_keys", lmc_json_int((int64_t)locked));
     lmc_json_object_set(status, "tracked_keys", lmc_json_int((int64_t)tracked));
     lmc_json_object_set(status, "pending_tasks", lmc_json_int((int64_t)pending));
+    if (r->cl != NULL)
+        lmc_resp_cluster_report_status(r->cl, status);
 }
 
 /* ------------------------------------------------------------------ */
 /* Config, create, destroy                                              */
 /* ------------------------------------------------------------------ */
 
-static const char *const g_fields[] = {
-    "host",         "port",         "unix_socket", "db",
-    "password_env", "username_env", "key_prefix",  "max_capacity_gb",
-    "connections",  "timeout_ms",   NULL};
+static const char *const g_fields[] = {"host",
+                                       "port",
+                                       "unix_socket",
+                                       "db",
+                                       "password_env",
+                                       "username_env",
+                                       "key_prefix",
+                                       "max_capacity_gb",
+                                       "connections",
+                                       "timeout_ms",
+                                       "cluster",
+                                       "nodes",
+                                       NULL};
+
+#define MAX_SEEDS 64
+
+/* "nodes": a non-empty array of "host:port" strings; *n their number (0 when absent). */
+static lmc_status nodes_field(const lmc_json *cfg, size_t *n, lmc_error *err)
+{
+    const lmc_json *v = lmc_json_object_get(cfg, "nodes");
+    *n = 0;
+    if (v == NULL)
+        return LMC_OK;
+    if (lmc_json_type_of(v) != LMC_JSON_ARRAY || lmc_json_size(v) == 0 ||
+        lmc_json_size(v) > MAX_SEEDS)
+        return lmc_l2_config_bad_value(err, TYPE, "nodes", v,
+                                       "a non-empty array of at most 64 \"host:port\" strings");
+    for (size_t i = 0; i < lmc_json_size(v); i++) {
+        const lmc_json *e = lmc_json_array_at(v, i);
+        size_t len = 0;
+        const char *str = lmc_json_get_string(e, &len);
+        char host[256], field[32];
+        int port;
+        if (str == NULL || strlen(str) != len ||
+            !lmc_resp_parse_addr(str, len, false, host, sizeof(host), &port)) {
+            snprintf(field, sizeof(field), "nodes[%zu]", i);
+            return lmc_l2_config_bad_value(err, TYPE, field, e,
+                                           "a \"host:port\" string with a port in [1, 65535]");
+        }
+    }
+    *n = lmc_json_size(v);
+    return LMC_OK;
+}
+
+/* How "cluster" combines with the other fields (each checked on its own before). */
+static lmc_status cluster_fields(const lmc_json *cfg, size_t n_nodes, lmc_error *err)
+{
+    const lmc_json *cv = lmc_json_object_get(cfg, "cluster");
+    bool cluster = cv != NULL && lmc_json_get_bool(cv);
+    const lmc_json *db = lmc_json_object_get(cfg, "db");
+    if (n_nodes > 0 &&
+        (lmc_json_object_get(cfg, "host") != NULL || lmc_json_object_get(cfg, "port") != NULL ||
+         lmc_json_object_get(cfg, "unix_socket") != NULL))
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: field 'nodes' of type '" TYPE
+                             "' cannot be combined with 'host', 'port' or 'unix_socket'");
+    if (cluster && lmc_json_object_get(cfg, "unix_socket") != NULL)
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: field 'cluster' of type '" TYPE
+                             "' cannot be combined with 'unix_socket' (cluster nodes are "
+                             "reached over TCP)");
+    if (cluster && db != NULL && lmc_json_get_int(db) != 0)
+        return lmc_l2_config_bad_value(err, TYPE, "db", db,
+                                       "0 with \"cluster\": true (a Redis Cluster has database "
+                                       "0 only)");
+    if (cv != NULL && !cluster && n_nodes > 1)
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: field 'nodes' of type '" TYPE
+                             "' lists %zu nodes; several nodes need \"cluster\": true",
+                             n_nodes);
+    return LMC_OK;
+}
 
 /* An integer in [min, max]; dflt when absent. */
 static lmc_status int_field(const lmc_json *cfg, const char *field, int64_t min, int64_t max,
@@ -822,6 +1038,14 @@ static lmc_status resp_check_config(const lmc_json *cfg, lmc_error *err)
         st = int_field(cfg, "connections", 1, 64, 4, &i, err);
     if (st == LMC_OK)
         st = int_field(cfg, "timeout_ms", 1, 600000, 2000, &i, err);
+    bool b;
+    size_t n_nodes = 0;
+    if (st == LMC_OK)
+        st = lmc_l2_config_bool(cfg, TYPE, "cluster", false, &b, err);
+    if (st == LMC_OK)
+        st = nodes_field(cfg, &n_nodes, err);
+    if (st == LMC_OK)
+        st = cluster_fields(cfg, n_nodes, err);
     return st;
 }
 
@@ -833,6 +1057,14 @@ static void resp_free(resp_adapter *r)
         if (r->conns[i].c != NULL)
             redisFree(r->conns[i].c);
     }
+    for (int i = 0; r->csets != NULL && i < r->nconn; i++)
+        lmc_resp_connset_destroy(r->cl, r->csets[i]);
+    lmc_resp_connset_destroy(r->cl, r->ctl_cs);
+    lmc_resp_cluster_destroy(r->cl);
+    for (size_t i = 0; r->seeds != NULL && i < r->n_seeds; i++)
+        free(r->seeds[i]);
+    free(r->seeds);
+    free(r->csets);
     lmc_keymap_destroy(r->locks);
     lmc_keymap_destroy(r->sizes);
     free(r->conns);
@@ -857,6 +1089,136 @@ static char *dup_or_null(const char *s, bool *oom)
     if (d == NULL)
         *oom = true;
     return d;
+}
+
+/* ------------------------------------------------------------------ */
+/* Cluster mode                                                         */
+/* ------------------------------------------------------------------ */
+
+/* The cluster's callbacks (resp_cluster.h), on the thread that makes them. */
+static redisContext *cluster_connect(void *ud, const char *host, int port, char *err, size_t len)
+{
+    return resp_connect(ud, host, port, NULL, 0, err, len);
+}
+
+static void cluster_error(void *ud, const char *msg)
+{
+    set_error(ud, false, "%s", msg);
+}
+
+static void cluster_usable(void *ud, bool usable)
+{
+    resp_adapter *r = ud;
+    if (r->workers == NULL)
+        return; /* create's first map: the workers start in the state it leaves */
+    if (usable)
+        LMC_INFO(COMPONENT, "cluster %s: nodes serve slots again", r->endpoint);
+    else
+        LMC_WARN(COMPONENT, "cluster %s: no node serving slots answers; tasks fail until one does",
+                 r->endpoint);
+    /* Up workers look now, so queued tasks fail at once; down ones look at their retry time. */
+    lmc_l2_workers_check_links(r->workers);
+}
+
+/*
+ * With "cluster" absent and one seed: does it say cluster_enabled:1? A
+ * seed that does not answer cannot say; a single server is assumed (and
+ * logged), as before cluster mode existed.
+ */
+static bool detect_cluster(resp_adapter *r)
+{
+    char why[256];
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    redisContext *c = resp_connect(r, r->host, r->port, NULL, 0, why, sizeof(why));
+    int on = c != NULL ? lmc_resp_cluster_enabled(c) : -1;
+    if (c != NULL)
+        redisFree(c);
+    sigpipe_restore(&guard);
+    if (on < 0)
+        LMC_WARN(COMPONENT,
+                 "%s: %s; cannot tell whether it is a Redis Cluster node, so a single server is "
+                 "assumed (set \"cluster\" to choose)",
+                 r->endpoint, c != NULL ? "INFO cluster: no reply" : why);
+    return on == 1;
+}
+
+/* The seeds, copied: "nodes", or host:port as the one seed. LMC_ERR_NOMEM. */
+static lmc_status read_seeds(resp_adapter *r, const lmc_json *nodes)
+{
+    r->n_seeds = nodes != NULL ? lmc_json_size(nodes) : 1;
+    r->seeds = calloc(r->n_seeds, sizeof(*r->seeds));
+    if (r->seeds == NULL)
+        return LMC_ERR_NOMEM;
+    for (size_t i = 0; i < r->n_seeds; i++) {
+        char one[300];
+        if (nodes == NULL)
+            snprintf(one, sizeof(one), "%s:%d", r->host, r->port);
+        if ((r->seeds[i] =
+                 strdup(nodes != NULL ? lmc_json_get_string(lmc_json_array_at(nodes, i), NULL)
+                                      : one)) == NULL)
+            return LMC_ERR_NOMEM;
+    }
+    return LMC_OK;
+}
+
+/* Build the cluster (the first map from the seeds) and the connsets; up[i]: usable. */
+static lmc_status cluster_setup(resp_adapter *r, bool *up, lmc_error *err)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < r->n_seeds && at < sizeof(r->endpoint); i++)
+        at += (size_t)snprintf(r->endpoint + at, sizeof(r->endpoint) - at, "%s%s", i ? "," : "",
+                               r->seeds[i]);
+    lmc_resp_cluster_config cc = {
+        .seeds = (const char *const *)r->seeds,
+        .n_seeds = r->n_seeds,
+        .connect = cluster_connect,
+        .on_error = cluster_error,
+        .on_usable = cluster_usable,
+        .ud = r,
+        .window_cmds = WINDOW_CMDS,
+        .window_bytes = WINDOW_BYTES,
+        .instance = atomic_fetch_add(&g_monitors, 1),
+    };
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    lmc_status st = lmc_resp_cluster_create(&cc, &r->cl, err);
+    sigpipe_restore(&guard);
+    if (st != LMC_OK)
+        return st;
+    r->csets = calloc((size_t)r->nconn, sizeof(*r->csets));
+    r->ctl_cs = lmc_resp_connset_create();
+    if (r->csets == NULL || r->ctl_cs == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < r->nconn; i++) {
+        if ((r->csets[i] = lmc_resp_connset_create()) == NULL)
+            return lmc_error_set(err, LMC_ERR_NOMEM, "out of memory");
+        up[i] = lmc_resp_cluster_usable(r->cl);
+    }
+    r->reconnects = lmc_resp_cluster_get_stats(r->cl).connects;
+    return LMC_OK;
+}
+
+/*
+ * One server: connect here, so a task submitted right after create finds
+ * Redis ready; stop at the first failure (a Redis that is down is not an
+ * error: the workers keep retrying, and create must not wait out a
+ * timeout per connection).
+ */
+static void single_setup(resp_adapter *r, bool *up)
+{
+    sigpipe_guard guard;
+    sigpipe_block(&guard);
+    bool reachable = true;
+    int live = 0;
+    for (int i = 0; i < r->nconn; i++) {
+        r->conns[i].backoff_ms = BACKOFF_MIN_MS;
+        up[i] = reachable && conn_open(r, &r->conns[i]);
+        reachable = up[i];
+        live += up[i];
+    }
+    sigpipe_restore(&guard);
+    r->reconnects = (uint64_t)live;
 }
 
 static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **impl,
@@ -887,7 +1249,18 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
     lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &gb, NULL);
     int_field(cfg, "connections", 1, 64, 4, &nconn, NULL);
     int_field(cfg, "timeout_ms", 1, 600000, 2000, &timeout_ms, NULL);
+    const lmc_json *nodes = lmc_json_object_get(cfg, "nodes");
+    const lmc_json *cv = lmc_json_object_get(cfg, "cluster");
 
+    /* With "nodes", the first is the one server when there is no cluster. */
+    char seed_host[256];
+    int seed_port = 0;
+    if (nodes != NULL) {
+        const char *first = lmc_json_get_string(lmc_json_array_at(nodes, 0), NULL);
+        lmc_resp_parse_addr(first, strlen(first), false, seed_host, sizeof(seed_host), &seed_port);
+        host = seed_host;
+        port = seed_port;
+    }
     r->host = dup_or_null(host != NULL ? host : "127.0.0.1", &oom);
     r->port = (int)port;
     r->unix_socket = dup_or_null(sock, &oom);
@@ -907,32 +1280,33 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
     r->locks = lmc_keymap_create(0);
     r->sizes = r->capacity > 0 ? lmc_keymap_create(0) : NULL;
     r->conns = calloc((size_t)r->nconn, sizeof(*r->conns));
-    if (oom || r->locks == NULL || (r->capacity > 0 && r->sizes == NULL) || r->conns == NULL) {
+    if (oom || r->locks == NULL || (r->capacity > 0 && r->sizes == NULL) || r->conns == NULL ||
+        (sock == NULL && read_seeds(r, nodes) != LMC_OK)) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type '" TYPE "': out of memory");
         goto fail;
     }
     r->ctl.backoff_ms = BACKOFF_MIN_MS;
     lmc_l2_adapter_set_capacity(base, r->capacity);
 
-    /*
-     * Connect here, so a task submitted right after create finds Redis
-     * ready; stop at the first failure (a Redis that is down is not an
-     * error: the workers keep retrying, and create must not wait out a
-     * timeout per connection).
-     */
-    sigpipe_guard guard;
-    sigpipe_block(&guard);
-    bool reachable = true;
-    bool up[64]; /* connections <= 64 (resp_check_config) */
-    int live = 0;
-    for (int i = 0; i < r->nconn; i++) {
-        r->conns[i].backoff_ms = BACKOFF_MIN_MS;
-        up[i] = reachable && conn_open(r, &r->conns[i]);
-        reachable = up[i];
-        live += up[i];
+    /* Cluster mode: as configured; else several seeds mean a cluster; else ask the one seed. */
+    bool cluster = cv != NULL       ? lmc_json_get_bool(cv)
+                   : sock != NULL   ? false
+                   : r->n_seeds > 1 ? true
+                                    : detect_cluster(r);
+    if (cluster && r->db != 0) {
+        st = lmc_error_set(err, LMC_ERR_INVALID,
+                           "--l2-adapter: field 'db' of type '" TYPE "' must be 0: %s is a Redis "
+                           "Cluster node (a cluster has database 0 only)",
+                           r->endpoint);
+        goto fail;
     }
-    sigpipe_restore(&guard);
-    r->reconnects = (uint64_t)live;
+    bool up[64]; /* connections <= 64 (resp_check_config) */
+    if (cluster && (st = cluster_setup(r, up, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type '" TYPE "'");
+        goto fail;
+    }
+    if (!cluster)
+        single_setup(r, up);
 
     lmc_l2_workers_config wc = {
         .name = "l2-resp",
@@ -951,6 +1325,12 @@ static lmc_status resp_create(lmc_l2_adapter *base, const lmc_json *cfg, void **
         lmc_error_prefix(err, "--l2-adapter: type '" TYPE "'");
         goto fail;
     }
+    /* The monitor calls back into the workers, so it starts once they exist. */
+    if (r->cl != NULL && (st = lmc_resp_cluster_start(r->cl, err)) != LMC_OK) {
+        lmc_error_prefix(err, "--l2-adapter: type '" TYPE "'");
+        lmc_l2_workers_destroy(r->workers);
+        goto fail;
+    }
     *impl = r;
     return LMC_OK;
 
@@ -964,6 +1344,8 @@ static void resp_destroy(void *impl)
     resp_adapter *r = impl;
     if (r == NULL)
         return;
+    /* The monitor first: it calls into the workers. */
+    lmc_resp_cluster_stop(r->cl);
     /* Running tasks finish (bounded by timeout_ms per exchange); queued ones fail. */
     lmc_l2_workers_destroy(r->workers);
     resp_free(r);
@@ -973,7 +1355,8 @@ const lmc_l2_adapter_ops lmc_l2_resp_ops = {
     .type = TYPE,
     .help = "Redis/Valkey over RESP: {\"type\": \"resp\", \"host\": H, \"port\": P, "
             "\"unix_socket\": PATH, \"db\": N, \"password_env\": VAR, \"username_env\": VAR, "
-            "\"key_prefix\": S, \"max_capacity_gb\": N, \"connections\": 1-64, \"timeout_ms\": N}",
+            "\"key_prefix\": S, \"max_capacity_gb\": N, \"connections\": 1-64, \"timeout_ms\": N, "
+            "\"cluster\": BOOL, \"nodes\": [\"HOST:PORT\", ...]}",
     .check_config = resp_check_config,
     .create = resp_create,
     .submit = resp_submit,

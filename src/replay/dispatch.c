@@ -136,8 +136,17 @@ typedef struct open_read {
     lmc_sm_read_ctx read;
 } open_read;
 
+/*
+ * A prefetch whose L2 part is still running, with its record's outcome so
+ * far and the keys it sent to L2 (a read of one of them before the result
+ * is collected counts as l2_pending).
+ */
 typedef struct pending_prefetch {
     lmc_prefetch_handle handle;
+    uint64_t index;
+    lmc_replay_outcome outcome;
+    lmc_object_key *l2_keys; /* owned; NULL when they could not be copied */
+    size_t n_l2_keys;
 } pending_prefetch;
 
 struct lmc_replay_ctx {
@@ -147,10 +156,16 @@ struct lmc_replay_ctx {
     size_t n_reads;
     pending_prefetch *prefetches;
     size_t n_prefetches, cap_prefetches;
-    lmc_object_key *keys; /* scratch for the current record's keys */
-    size_t keys_cap;
+    uint64_t index;             /* the current record's (lmc_replay_ctx_begin) */
+    lmc_replay_outcome outcome; /* the current record's */
+    lmc_replay_on_complete on_complete;
+    void *on_complete_ud;
+    /* Scratch, scratch_cap entries each: the current record's keys and per-key results. */
+    lmc_object_key *keys;
     lmc_l1_error *errs;
     lmc_memory_obj *objs;
+    lmc_object_key *sub; /* the keys whose result needs their L1 state */
+    lmc_l1_key_state *states;
     size_t scratch_cap;
     bool zero_fill; /* reserve_write zero-fills what it reserved */
 };
@@ -175,6 +190,23 @@ lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx)
     return ctx->sm;
 }
 
+void lmc_replay_ctx_set_on_complete(lmc_replay_ctx *ctx, lmc_replay_on_complete fn, void *ud)
+{
+    ctx->on_complete = fn;
+    ctx->on_complete_ud = ud;
+}
+
+void lmc_replay_ctx_begin(lmc_replay_ctx *ctx, uint64_t index)
+{
+    ctx->index = index;
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_NONE, NULL, 0);
+}
+
+const lmc_replay_outcome *lmc_replay_ctx_outcome(const lmc_replay_ctx *ctx)
+{
+    return &ctx->outcome;
+}
+
 size_t lmc_replay_ctx_open_reads(const lmc_replay_ctx *ctx)
 {
     return ctx->n_reads;
@@ -186,12 +218,13 @@ void lmc_replay_ctx_destroy(lmc_replay_ctx *ctx)
         return;
     lmc_replay_ctx_close_dangling(ctx);
     lmc_replay_ctx_drain_prefetches(ctx, 0);
-    for (size_t i = 0; i < ctx->n_prefetches; i++)
-        lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
+    lmc_replay_ctx_abandon_prefetches(ctx);
     free(ctx->prefetches);
     free(ctx->keys);
     free(ctx->errs);
     free(ctx->objs);
+    free(ctx->sub);
+    free(ctx->states);
     free(ctx);
 }
 
@@ -213,24 +246,69 @@ size_t lmc_replay_ctx_close_dangling(lmc_replay_ctx *ctx)
     return closed;
 }
 
+/*
+ * The found part of a prefetch outcome from its found-key bitmap (NULL:
+ * only the L1 hits at submit are known), made final.
+ */
+static void prefetch_finish(lmc_replay_outcome *o, const lmc_prefetch_handle *h,
+                            const lmc_bitmap *found, bool unfinished)
+{
+    size_t n_found = h->l1_found_count, prefix = 0;
+    if (found != NULL) {
+        n_found = lmc_bitmap_popcount(found);
+        prefix = lmc_bitmap_count_leading_ones(found);
+    } else {
+        /* The L1 hits ascend; the prefix is the run that starts at key 0. */
+        while (prefix < h->l1_found_count && h->l1_found_indices[prefix] == prefix)
+            prefix++;
+    }
+    o->v[LMC_OC_SUBMIT_PREFETCH_l2_hits] = (uint32_t)(n_found - h->l1_found_count);
+    o->v[LMC_OC_SUBMIT_PREFETCH_missed] = (uint32_t)(h->total_requested_keys - n_found);
+    o->v[LMC_OC_SUBMIT_PREFETCH_found_prefix] = (uint32_t)prefix;
+    o->v[LMC_OC_SUBMIT_PREFETCH_unfinished] = unfinished;
+    o->pending = false;
+}
+
+static void prefetch_done(lmc_replay_ctx *ctx, pending_prefetch *p, const lmc_bitmap *found,
+                          bool unfinished)
+{
+    prefetch_finish(&p->outcome, &p->handle, found, unfinished);
+    if (ctx->on_complete != NULL)
+        ctx->on_complete(ctx->on_complete_ud, p->index, &p->outcome);
+    lmc_prefetch_handle_clear(&p->handle);
+    free(p->l2_keys);
+    p->l2_keys = NULL;
+}
+
 size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
 {
     size_t kept = 0;
     for (size_t i = 0; i < ctx->n_prefetches; i++) {
+        pending_prefetch *p = &ctx->prefetches[i];
         lmc_bitmap bm;
-        lmc_status st = lmc_sm_query_prefetch_status(ctx->sm, &ctx->prefetches[i].handle, &bm);
-        if (st == LMC_OK)
-            lmc_bitmap_free(&bm);
+        lmc_status st = lmc_sm_query_prefetch_status(ctx->sm, &p->handle, &bm);
         /* BUSY, or NOMEM with the result kept for the next poll: keep the handle.
          * NOT_FOUND (collected already) cannot change any more: drop it. */
         if (st == LMC_ERR_BUSY || st == LMC_ERR_NOMEM) {
-            ctx->prefetches[kept++] = ctx->prefetches[i];
+            ctx->prefetches[kept++] = *p;
+        } else if (st == LMC_OK) {
+            prefetch_done(ctx, p, &bm, false);
+            lmc_bitmap_free(&bm);
         } else {
-            lmc_prefetch_handle_clear(&ctx->prefetches[i].handle);
+            prefetch_done(ctx, p, NULL, true);
         }
     }
     ctx->n_prefetches = kept;
     return kept;
+}
+
+size_t lmc_replay_ctx_abandon_prefetches(lmc_replay_ctx *ctx)
+{
+    size_t n = ctx->n_prefetches;
+    for (size_t i = 0; i < n; i++)
+        prefetch_done(ctx, &ctx->prefetches[i], NULL, true);
+    ctx->n_prefetches = 0;
+    return n;
 }
 
 size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms)
@@ -261,7 +339,13 @@ static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
     lmc_memory_obj *o = realloc(ctx->objs, cap * sizeof(*o));
     if (o)
         ctx->objs = o;
-    if (k == NULL || e == NULL || o == NULL)
+    lmc_object_key *sub = realloc(ctx->sub, cap * sizeof(*sub));
+    if (sub)
+        ctx->sub = sub;
+    lmc_l1_key_state *states = realloc(ctx->states, cap * sizeof(*states));
+    if (states)
+        ctx->states = states;
+    if (k == NULL || e == NULL || o == NULL || sub == NULL || states == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory for %zu keys", n);
     ctx->scratch_cap = cap;
     return LMC_OK;
@@ -336,6 +420,35 @@ static lmc_status get_extra_count(const lmc_trace_record *rec, uint32_t *out, lm
 }
 
 /* ---------------------------------------------------------------------- */
+/* Outcomes                                                                */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * The L1 state of every key whose result needs one to be classified, asked
+ * for in one call: the j-th such key's state is ctx->states[j]. Returns
+ * how many (scratch holds n entries: get_keys made room).
+ */
+static size_t states_for(lmc_replay_ctx *ctx, const lmc_object_key *keys, size_t n,
+                         const lmc_l1_error *errs, bool (*needs)(lmc_l1_error))
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (needs(errs[i]))
+            ctx->sub[m++] = keys[i];
+    }
+    if (m > 0)
+        lmc_sm_l1_key_states(ctx->sm, ctx->sub, m, ctx->states);
+    return m;
+}
+
+/* The next key's state for a classifier (j counts the keys that needed one). */
+static lmc_l1_key_state next_state(const lmc_replay_ctx *ctx, lmc_l1_error e,
+                                   bool (*needs)(lmc_l1_error), size_t *j)
+{
+    return needs(e) ? ctx->states[(*j)++] : LMC_L1_STATE_ABSENT;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Handlers                                                                */
 /* ---------------------------------------------------------------------- */
 
@@ -366,6 +479,13 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
         if (ctx->errs[i] == LMC_L1_SUCCESS)
             memset(ctx->objs[i].data, 0, ctx->objs[i].size);
     }
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_RESERVE_WRITE, keys, n);
+    states_for(ctx, keys, n, ctx->errs, lmc_outcome_reserve_needs_state);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        lmc_l1_key_state ks = next_state(ctx, ctx->errs[i], lmc_outcome_reserve_needs_state, &j);
+        ctx->outcome.v[lmc_outcome_reserve_reason(ctx->errs[i], mode, ks)]++;
+    }
     return LMC_OK;
 }
 
@@ -378,6 +498,9 @@ lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_write(ctx->sm, keys, n, ctx->errs);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_WRITE, keys, n);
+    for (size_t i = 0; i < n; i++)
+        ctx->outcome.v[lmc_outcome_finish_write_reason(ctx->errs[i])]++;
     return LMC_OK;
 }
 
@@ -435,15 +558,31 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     st = lmc_sm_submit_prefetch_task(ctx->sm, keys, n, layout, extra, ext, policy, &h, err);
     if (st != LMC_OK)
         return st;
+    lmc_replay_outcome *o = &ctx->outcome;
+    lmc_replay_outcome_begin(o, LMC_TRACE_OP_SUBMIT_PREFETCH, keys, n);
+    o->v[LMC_OC_SUBMIT_PREFETCH_l1_hits] = (uint32_t)h.l1_found_count;
     /*
      * The server would poll query_prefetch_status (not traced) until the
      * result is in; here the handle is kept and its result collected in
-     * the background, so finished results do not pile up.
+     * the background (lmc_replay_ctx_poll_prefetches), so finished results
+     * do not pile up, and the record's outcome is final only then.
      */
-    if (h.prefetch_request_id >= 0)
-        ctx->prefetches[ctx->n_prefetches++].handle = h;
-    else
+    if (h.prefetch_request_id >= 0) {
+        o->v[LMC_OC_SUBMIT_PREFETCH_l2_sent] = (uint32_t)h.l2_orig_count;
+        o->pending = true;
+        pending_prefetch *p = &ctx->prefetches[ctx->n_prefetches++];
+        *p = (pending_prefetch){.handle = h, .index = ctx->index, .outcome = *o};
+        /* Without the copy a read of these keys is classified by state alone. */
+        p->l2_keys = malloc(h.l2_orig_count * sizeof(*p->l2_keys));
+        if (p->l2_keys != NULL) {
+            for (size_t i = 0; i < h.l2_orig_count; i++)
+                p->l2_keys[i] = keys[h.l2_orig_indices[i]];
+            p->n_l2_keys = h.l2_orig_count;
+        }
+    } else {
+        prefetch_finish(o, &h, NULL, false);
         lmc_prefetch_handle_clear(&h);
+    }
     if (ctx->n_prefetches >= 32)
         lmc_replay_ctx_poll_prefetches(ctx);
     return LMC_OK;
@@ -461,6 +600,9 @@ lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *r
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_read_prefetched(ctx->sm, keys, n, extra, ctx->errs);
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_FINISH_READ, keys, n);
+    for (size_t i = 0; i < n; i++)
+        ctx->outcome.v[lmc_outcome_finish_read_reason(ctx->errs[i])]++;
     return LMC_OK;
 }
 
@@ -484,6 +626,19 @@ static bool same_tuple(const lmc_sm_read_ctx *r, const lmc_object_key *keys, siz
     return true;
 }
 
+/* Is key among the keys a still-pending prefetch sent to L2? */
+static bool in_pending_l2(const lmc_replay_ctx *ctx, const lmc_object_key *key)
+{
+    for (size_t p = 0; p < ctx->n_prefetches; p++) {
+        const pending_prefetch *pp = &ctx->prefetches[p];
+        for (size_t i = 0; i < pp->n_l2_keys; i++) {
+            if (lmc_object_key_equal(&pp->l2_keys[i], key))
+                return true;
+        }
+    }
+    return false;
+}
+
 lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
                                  lmc_error *err)
 {
@@ -492,6 +647,12 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
     lmc_status st = get_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
+    /*
+     * Collect the prefetches done by now, before the read: a key of one
+     * still pending after that was not loaded when the read came.
+     */
+    if (ctx->n_prefetches > 0)
+        lmc_replay_ctx_poll_prefetches(ctx);
     open_read *o = calloc(1, sizeof(*o));
     if (o == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
@@ -500,6 +661,19 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
         free(o);
         return lmc_error_set(err, st, "%s: out of memory", rec->qualname);
     }
+    lmc_replay_outcome *out = &ctx->outcome;
+    lmc_replay_outcome_begin(out, LMC_TRACE_OP_READ_ENTER, keys, n);
+    const lmc_l1_error *errs = o->read.errs;
+    states_for(ctx, keys, n, errs, lmc_outcome_read_needs_state);
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        lmc_l1_key_state ks = next_state(ctx, errs[i], lmc_outcome_read_needs_state, &j);
+        lmc_outcome_counter c = lmc_outcome_read_reason(errs[i], ks);
+        if (c != LMC_OC_READ_ENTER_found && in_pending_l2(ctx, &keys[i]))
+            c = LMC_OC_READ_ENTER_l2_pending;
+        out->v[c]++;
+    }
+    out->v[LMC_OC_READ_ENTER_context_ok] = o->read.ok;
     o->tuple_hash = tuple_hash(keys, n);
     if (ctx->reads_tail)
         ctx->reads_tail->next = o;
@@ -525,11 +699,16 @@ lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec
         prev = o;
         o = o->next;
     }
+    lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_READ_EXIT, keys, n);
     if (o == NULL) {
         LMC_WARN(LOG_COMP, "trace replay: read_prefetched_results.__exit__ with no matching "
                  "__enter__ (keys=%zu); ignoring", n);
         return LMC_OK;
     }
+    ctx->outcome.v[LMC_OC_READ_EXIT_matched] = 1;
+    /* A failed enter's exit gives back the lock of each key that was found. */
+    for (size_t i = 0; i < o->read.n && !o->read.ok; i++)
+        ctx->outcome.v[LMC_OC_READ_EXIT_released] += o->read.errs[i] == LMC_L1_SUCCESS;
     if (prev)
         prev->next = o->next;
     else

@@ -14,6 +14,13 @@
  * unknown mode. Per-key outcomes of the StorageManager are not failures,
  * exactly as in LMCache, where they are partial results, not exceptions.
  *
+ * Outcomes: each default handler fills the context's current outcome
+ * (replay/outcome.h) with what the StorageManager answered, key by key.
+ * A submit_prefetch_task's outcome is pending until its L2 part is
+ * collected (by a poll or the final drain); the context then passes the
+ * final outcome, with the record index given to lmc_replay_ctx_begin, to
+ * the on_complete callback.
+ *
  * Threads: one replay thread.
  */
 #ifndef LMC_REPLAY_DISPATCH_H
@@ -24,6 +31,7 @@
 
 #include "lmcache/status.h"
 #include "lmcache/storage_manager.h"
+#include "replay/outcome.h"
 #include "trace/format.h"
 
 typedef struct lmc_replay_ctx lmc_replay_ctx;
@@ -58,6 +66,15 @@ lmc_replay_ctx *lmc_replay_ctx_create(lmc_storage_manager *sm);
 void lmc_replay_ctx_destroy(lmc_replay_ctx *ctx);
 lmc_storage_manager *lmc_replay_ctx_sm(lmc_replay_ctx *ctx);
 
+/* A prefetch's final outcome, for the record index it was submitted under. */
+typedef void (*lmc_replay_on_complete)(void *ud, uint64_t index, const lmc_replay_outcome *o);
+void lmc_replay_ctx_set_on_complete(lmc_replay_ctx *ctx, lmc_replay_on_complete fn, void *ud);
+
+/* Start record index: the current outcome is reset to none. */
+void lmc_replay_ctx_begin(lmc_replay_ctx *ctx, uint64_t index);
+/* The current record's outcome as the handler left it (op NONE: none). */
+const lmc_replay_outcome *lmc_replay_ctx_outcome(const lmc_replay_ctx *ctx);
+
 /*
  * Whether reserve_write's handler zero-fills the buffers it reserved (on by
  * default). The trace carries no KV bytes; zeros are written only so that
@@ -78,6 +95,12 @@ size_t lmc_replay_ctx_close_dangling(lmc_replay_ctx *ctx);
 size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx);
 /* Wait up to timeout_ms for every pending prefetch; returns how many were left. */
 size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms);
+/*
+ * Give up on the prefetches still pending: each outcome is completed as
+ * unfinished (its L2 part counted as missed) and its handle dropped.
+ * Returns how many. Destroy does this too.
+ */
+size_t lmc_replay_ctx_abandon_prefetches(lmc_replay_ctx *ctx);
 
 /*
  * The default handlers, one per traced op (for tests and custom

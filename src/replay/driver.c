@@ -13,12 +13,16 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "lmcache/storage_manager.h"
+#include "replay/outcome_queue.h"
+#include "storage/config.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
 #define LOG_COMP "replay"
 /* How long the end-of-replay drain may wait for prefetches and stores. */
 #define DRAIN_TIMEOUT_MS 10000
+/* After a Ctrl-C the user wants the partial result soon. */
+#define INTERRUPTED_DRAIN_MS 1000
 
 lmc_status lmc_replay_check_time_scale(double scale, lmc_error *err)
 {
@@ -32,6 +36,9 @@ void lmc_replay_result_free(lmc_replay_result *res)
 {
     lmc_replay_stats_destroy(res->stats);
     res->stats = NULL;
+    free(res->header_config_json);
+    free(res->replay_config_json);
+    res->header_config_json = res->replay_config_json = NULL;
 }
 
 /* Warn once per unknown qualname (a long trace of a newer level would flood). */
@@ -63,6 +70,47 @@ static void warned_free(warned *w)
     free(w->names);
 }
 
+/* What the reorder buffer's emit and the context's completions reach. */
+typedef struct run_state {
+    const lmc_replay_options *opt;
+    lmc_replay_result *res;
+    lmc_outcome_queue *queue;
+    lmc_outcome_digest *digest;
+} run_state;
+
+/* One record, final and in order: totals, digest, then the caller's hook. */
+static void emit(const lmc_replay_record_view *rec, void *ud)
+{
+    run_state *rs = ud;
+    lmc_replay_totals_add(&rs->res->totals, rec->outcome);
+    if (rec->outcome != NULL && rec->outcome->v[LMC_OC_SUBMIT_PREFETCH_unfinished] &&
+        rec->outcome->op == LMC_TRACE_OP_SUBMIT_PREFETCH)
+        rs->res->unfinished_prefetches++;
+    lmc_outcome_digest_record(rs->digest, rec);
+    if (rs->opt != NULL && rs->opt->on_record != NULL)
+        rs->opt->on_record(rec, rs->opt->ud);
+}
+
+static void on_complete(void *ud, uint64_t index, const lmc_replay_outcome *o)
+{
+    run_state *rs = ud;
+    lmc_outcome_queue_complete(rs->queue, index, o);
+}
+
+static void sample_l1(lmc_storage_manager *sm, lmc_replay_totals *t)
+{
+    uint64_t used, total;
+    lmc_sm_l1_usage(sm, &used, &total);
+    if (used > t->l1_peak_used_bytes)
+        t->l1_peak_used_bytes = used;
+    t->l1_capacity_bytes = total;
+}
+
+static char *dup_or_empty(const char *s)
+{
+    return strdup(s != NULL ? s : "");
+}
+
 lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
                           const lmc_replay_options *opt, lmc_replay_result *res, lmc_error *err)
 {
@@ -71,12 +119,14 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     lmc_status st = lmc_replay_check_time_scale(scale, err);
     if (st != LMC_OK)
         return st;
+    const volatile sig_atomic_t *stop = opt ? opt->stop : NULL;
 
     lmc_trace_reader *rd = NULL;
     lmc_storage_manager *sm = NULL;
     lmc_dispatcher *own_dispatcher = NULL;
     lmc_replay_ctx *ctx = NULL;
     warned w = {0};
+    run_state rs = {.opt = opt, .res = res};
 
     st = lmc_trace_reader_open(path, &rd, err);
     if (st != LMC_OK)
@@ -85,11 +135,19 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     snprintf(res->level, sizeof(res->level), "%s", h->level);
     snprintf(res->header_digest, sizeof(res->header_digest), "%s", h->sm_config_digest);
     res->schema_version = h->trace_schema_version;
+    res->format_version = h->format_version;
     if (h->trace_schema_version < 2)
         LMC_WARN(LOG_COMP, "trace '%s' has trace_schema_version %lld: ObjectKey.cache_salt may "
                  "be missing, so keys of different tenants can collide in this replay",
                  path, (long long)h->trace_schema_version);
 
+    char replay_digest[65];
+    res->header_config_json = dup_or_empty(h->sm_config_json);
+    if (res->header_config_json == NULL ||
+        lmc_sm_config_digest(cfg, &res->replay_config_json, replay_digest) != LMC_OK) {
+        st = lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+        goto out;
+    }
     lmc_replay_pace pace = opt ? opt->pace : LMC_REPLAY_PACE_REALTIME;
     res->pace = pace;
     lmc_sm_runtime_options rt;
@@ -108,24 +166,30 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     }
     ctx = lmc_replay_ctx_create(sm);
     res->stats = lmc_replay_stats_create();
-    if (ctx == NULL || res->stats == NULL) {
+    rs.queue = lmc_outcome_queue_create(emit, &rs);
+    rs.digest = lmc_outcome_digest_create();
+    if (ctx == NULL || res->stats == NULL || rs.queue == NULL || rs.digest == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
         goto out;
     }
+    lmc_replay_ctx_set_on_complete(ctx, on_complete, &rs);
+    sample_l1(sm, &res->totals);
 
     /* The trace carries no KV bytes; without L2 nothing ever reads what replay writes. */
     lmc_replay_ctx_set_zero_fill(ctx, cfg->n_l2_adapters > 0);
 
     lmc_replay_pacer pacer;
     lmc_replay_pacer_init(&pacer, pace, sm, ctx);
+    pacer.stop = stop;
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
     lmc_replay_pacer_start(&pacer);
-    uint64_t reported = 0;
     lmc_trace_record rec;
-    while (lmc_trace_reader_next(rd, &rec) == LMC_OK) {
+    while (!(stop != NULL && *stop) && lmc_trace_reader_next(rd, &rec) == LMC_OK) {
         double t = rec.t_mono > 0 && isfinite(rec.t_mono) ? rec.t_mono : 0.0;
         uint64_t late = 0;
         bool timed = lmc_replay_pacer_wait(&pacer, (uint64_t)(t * scale * 1e9), &late);
+        if (stop != NULL && *stop)
+            break; /* woken from a long wait: this record was not replayed */
         if (strcmp(rec.qualname, LMC_TRACE_DROPPED_QUALNAME) == 0) {
             const lmc_trace_arg *a = lmc_trace_args_find(rec.args, rec.nargs, "dropped_count");
             if (a && a->value.kind == LMC_TV_INT && a->value.u.i > 0)
@@ -134,46 +198,70 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         }
         if (timed)
             lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
-        lmc_replay_record_view view = {.index = ++reported, .qualname = rec.qualname};
+        /* Interned: the view waits in the reorder buffer past this record's buffer. */
+        const char *q = lmc_intern(rec.qualname, rec.qualname_len);
+        lmc_replay_record_view view = {.index = ++res->reported,
+                                       .qualname = q != NULL ? q : "?",
+                                       .t_mono = t,
+                                       .lateness_s = timed ? (double)late / 1e9 : -1.0};
+        if (res->reported == 1)
+            res->first_t_mono = t;
+        res->last_t_mono = t;
+        lmc_replay_ctx_begin(ctx, view.index);
+        const lmc_replay_outcome *o = NULL;
         if (!lmc_dispatcher_has(d, rec.qualname)) {
             res->skipped++;
             warn_no_handler(&w, rec.qualname);
             view.failed = view.skipped = true;
-            if (opt && opt->on_record)
-                opt->on_record(&view, opt->ud);
-            continue;
-        }
-        lmc_error herr;
-        uint64_t t0 = lmc_mono_ns();
-        lmc_status hs = lmc_dispatcher_dispatch(d, rec.qualname, ctx, &rec, &herr);
-        double lat = (double)(lmc_mono_ns() - t0) / 1e9;
-        bool failed = hs != LMC_OK;
-        lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
-        if (failed) {
-            res->failed++;
-            LMC_WARN(LOG_COMP, "trace replay: handler for %s raised: %s", rec.qualname,
-                     herr.msg);
         } else {
-            res->replayed++;
+            lmc_error herr;
+            uint64_t t0 = lmc_mono_ns();
+            lmc_status hs = lmc_dispatcher_dispatch(d, rec.qualname, ctx, &rec, &herr);
+            double lat = (double)(lmc_mono_ns() - t0) / 1e9;
+            bool failed = hs != LMC_OK;
+            lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
+            if (failed) {
+                res->failed++;
+                LMC_WARN(LOG_COMP, "trace replay: handler for %s raised: %s", rec.qualname,
+                         herr.msg);
+            } else {
+                res->replayed++;
+                o = lmc_replay_ctx_outcome(ctx);
+                if (o->op == LMC_TRACE_OP_NONE)
+                    o = NULL; /* a custom handler that reports none */
+            }
+            view.latency_s = lat;
+            view.failed = failed;
         }
-        view.latency_s = lat;
-        view.failed = failed;
-        if (opt && opt->on_record)
-            opt->on_record(&view, opt->ud);
+        lmc_outcome_queue_push(rs.queue, &view, o);
+        /* Collect finished L2 parts now, so outcomes (and outputs) do not wait long. */
+        if (lmc_outcome_queue_open(rs.queue) > 0)
+            lmc_replay_ctx_poll_prefetches(ctx);
+        sample_l1(sm, &res->totals);
     }
-    res->skipped += lmc_trace_reader_malformed(rd);
+    res->interrupted = stop != NULL && *stop;
+    res->malformed = lmc_trace_reader_malformed(rd);
     res->truncated = lmc_trace_reader_truncated(rd);
 
     /* Final sweep: close what the trace left open, let async work finish. */
     lmc_replay_ctx_close_dangling(ctx);
-    lmc_replay_pacer_drain(&pacer, DRAIN_TIMEOUT_MS);
+    lmc_replay_pacer_drain(&pacer, res->interrupted ? INTERRUPTED_DRAIN_MS : DRAIN_TIMEOUT_MS);
+    /* What never finished counts as unfinished (its L2 part as missed). */
+    lmc_replay_ctx_abandon_prefetches(ctx);
+    lmc_outcome_queue_close(rs.queue);
     lmc_replay_stats_mark_end(res->stats, lmc_wall_s());
+    sample_l1(sm, &res->totals);
+    lmc_sm_get_counters(sm, &res->totals.sm);
+    lmc_replay_record_counts rc = {res->replayed, res->skipped, res->failed, res->malformed};
+    lmc_outcome_digest_finish(rs.digest, &res->totals, &rc, res->outcome_digest);
     if (opt && opt->on_finish)
         opt->on_finish(sm, opt->ud);
     st = LMC_OK;
 
 out:
     lmc_replay_ctx_destroy(ctx);
+    lmc_outcome_queue_destroy(rs.queue);
+    lmc_outcome_digest_destroy(rs.digest);
     lmc_dispatcher_destroy(own_dispatcher);
     lmc_sm_destroy(sm);
     lmc_trace_reader_close(rd);

@@ -19,11 +19,18 @@
  * the recorder's dropped-records marker is skipped silently and its count
  * reported. A failing handler counts the record as failed.
  *
+ * Outcomes: every record goes through a reorder buffer
+ * (replay/outcome_queue.h), so on_record, the totals and the outcome
+ * digest see records in order with their final outcome; L1 usage is
+ * sampled after every record for its peak; the StorageManager's own
+ * counters are read once the replay has drained.
+ *
  * Threads: run() on the caller's thread; the StorageManager has its own.
  */
 #ifndef LMC_REPLAY_DRIVER_H
 #define LMC_REPLAY_DRIVER_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -31,23 +38,11 @@
 #include "lmcache/config.h"
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
+#include "replay/outcome.h"
 #include "replay/pace.h"
 #include "replay/stats.h"
 
-/*
- * One record as the driver reports it, after its dispatch (or its skip);
- * what per-record outputs (replay/output.h) and progress displays see.
- * The dropped-records marker is not reported.
- */
-typedef struct lmc_replay_record_view {
-    uint64_t index;       /* 1-based, in trace order, over the records reported */
-    const char *qualname; /* valid during the callback only */
-    double latency_s;     /* the handler's run time; 0.0 for a skipped record */
-    bool failed;          /* the handler failed; also true for a skipped record */
-    bool skipped;         /* no handler for the qualname */
-} lmc_replay_record_view;
-
-/* Called after every record reported. */
+/* Called for every record reported, in record order, once its outcome is final. */
 typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
 
 /* Called once at the end of a replay, after the drain, with the StorageManager still alive. */
@@ -58,6 +53,12 @@ typedef struct lmc_replay_options {
     lmc_dispatcher *dispatcher;  /* NULL: the default six handlers */
     lmc_replay_on_record on_record;
     void *ud;
+    /*
+     * Non-NULL: the replay stops before the next record once *stop is
+     * non-zero (a SIGINT handler sets it), and its result covers what was
+     * replayed (interrupted set).
+     */
+    const volatile sig_atomic_t *stop;
     /* LMC_REPLAY_PACE_REALTIME (0, the default) or LMC_REPLAY_PACE_VIRTUAL. */
     lmc_replay_pace pace;
     /* NULL: none. Gets ud too. */
@@ -66,15 +67,26 @@ typedef struct lmc_replay_options {
 
 typedef struct lmc_replay_result {
     uint64_t replayed;
-    uint64_t skipped;
+    uint64_t skipped;   /* records with no handler */
+    uint64_t malformed; /* records the reader could not decode (skipped too) */
     uint64_t failed;
     uint64_t recorder_dropped; /* from the trace's dropped-records marker */
     bool truncated;            /* the trace's tail was cut */
+    bool interrupted;          /* options.stop ended the replay early */
     lmc_replay_stats *stats;   /* owned by the result */
     char level[32];
     char header_digest[65];
     char replay_digest[65];
     int64_t schema_version;
+    int64_t format_version;
+    char *header_config_json; /* the trace header's sm_config_json ("" when none); owned */
+    char *replay_config_json; /* the replay StorageManager's config JSON; owned */
+    /* The recorded times of the first and last record reported, and how many. */
+    double first_t_mono, last_t_mono;
+    uint64_t reported;
+    uint64_t unfinished_prefetches; /* L2 results that never arrived */
+    lmc_replay_totals totals;       /* outcomes of every record, plus the final counters */
+    char outcome_digest[LMC_SHA256_HEX_LEN + 1];
     lmc_replay_pace pace; /* virtual: no lateness was measured */
 } lmc_replay_result;
 

@@ -11,9 +11,13 @@
 #include "replay/output.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/json.h"
+#include "core/json_diff.h"
 #include "core/log.h"
 
 #define LOG_COMP "replay"
@@ -52,6 +56,25 @@ static lmc_status write_error(const lmc_replay_output *o, int errnum, lmc_error 
                          o->flag ? " " : "", o->path, strerror(errnum));
 }
 
+/*
+ * 0 when path can be written now, else the errno. Leaves no trace: an
+ * existing file is opened without truncating it, a new one is created and
+ * removed again (the final write creates it for good).
+ */
+static int check_writable(const char *path)
+{
+    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            unlink(path);
+    }
+    if (fd < 0)
+        return errno;
+    close(fd);
+    return 0;
+}
+
 void lmc_replay_output_destroy(lmc_replay_output *o)
 {
     if (o == NULL)
@@ -82,6 +105,12 @@ lmc_status lmc_replay_output_open(const lmc_replay_output_format *f, const char 
         o->file = path ? fopen(path, "w") : stdout;
         if (o->file == NULL) {
             st = write_error(o, errno, err);
+            goto fail;
+        }
+    } else if (path != NULL) {
+        int e = check_writable(path);
+        if (e != 0) {
+            st = write_error(o, e, err);
             goto fail;
         }
     }
@@ -143,6 +172,57 @@ lmc_status lmc_replay_output_finish(lmc_replay_output *o, const lmc_replay_summa
     return st;
 }
 
+/* The config diff: each path where the recorded and the replay configs differ, strdup'd. */
+typedef struct diff_list {
+    char **v;
+    size_t n, cap;
+    bool oom;
+} diff_list;
+
+static void add_diff(const char *path, void *ud)
+{
+    diff_list *l = ud;
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 8;
+        char **nv = realloc(l->v, cap * sizeof(*nv));
+        if (nv == NULL) {
+            l->oom = true;
+            return;
+        }
+        l->v = nv;
+        l->cap = cap;
+    }
+    char *p = strdup(path[0] != '\0' ? path : "(the whole config)");
+    if (p == NULL)
+        l->oom = true;
+    else
+        l->v[l->n++] = p;
+}
+
+/*
+ * Where the configs differ, when both are known and their digests differ.
+ * A config that does not parse (a hand-made trace) is one difference.
+ */
+static lmc_status config_diffs(const lmc_replay_result *res, diff_list *l)
+{
+    const char *hj = res->header_config_json, *rj = res->replay_config_json;
+    if (hj == NULL || rj == NULL || hj[0] == '\0' || res->header_digest[0] == '\0' ||
+        strcmp(res->header_digest, res->replay_digest) == 0)
+        return LMC_OK;
+    lmc_json *a = NULL, *b = NULL;
+    if (lmc_json_parse(hj, strlen(hj), &a, NULL) == LMC_OK &&
+        lmc_json_parse(rj, strlen(rj), &b, NULL) == LMC_OK) {
+        /* Same values in another key order or spelling: the digests differ, nothing else does. */
+        if (lmc_json_diff(a, b, add_diff, l) == 0)
+            add_diff("(the JSON text; every value is equal)", l);
+    } else {
+        add_diff("(the recorded config is not valid JSON)", l);
+    }
+    lmc_json_free(a);
+    lmc_json_free(b);
+    return l->oom ? LMC_ERR_NOMEM : LMC_OK;
+}
+
 lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_result *res,
                                    double time_scale)
 {
@@ -151,6 +231,15 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
     size_t n_ops = 0;
     if (lmc_replay_stats_summarize(res->stats, &ops, &n_ops) != LMC_OK)
         return LMC_ERR_NOMEM;
+    diff_list diffs = {0};
+    if (config_diffs(res, &diffs) != LMC_OK) {
+        lmc_replay_stats_free_summary(ops, n_ops);
+        for (size_t i = 0; i < diffs.n; i++)
+            free(diffs.v[i]);
+        free(diffs.v);
+        return LMC_ERR_NOMEM;
+    }
+    double span = res->reported > 1 ? res->last_t_mono - res->first_t_mono : 0.0;
     *s = (lmc_replay_summary){
         .level = res->level,
         .replayed = res->replayed,
@@ -164,14 +253,41 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .lateness = lmc_replay_stats_lateness(res->stats),
         .ops = ops,
         .n_ops = n_ops,
+        .totals = &res->totals,
+        .figures = lmc_replay_figures_of(&res->totals),
+        .outcome_digest = res->outcome_digest,
+        .malformed = res->malformed,
+        .recorder_dropped = res->recorder_dropped,
+        .reported = res->reported,
+        .unfinished_prefetches = res->unfinished_prefetches,
+        .truncated = res->truncated,
+        .interrupted = res->interrupted,
+        .schema_version = res->schema_version,
+        .format_version = res->format_version,
+        .trace_span_s = span,
+        .mean_gap_s = res->reported > 1 ? span / (double)(res->reported - 1) * time_scale : 0.0,
+        .started_at_unix_s = lmc_replay_stats_start_s(res->stats),
+        .header_config_json = res->header_config_json,
+        .replay_config_json = res->replay_config_json,
+        .config_diffs = (const char *const *)diffs.v,
+        .n_config_diffs = diffs.n,
+        .mode = "calls",
+        .pace =
+            lmc_replay_pace_names[res->pace == LMC_REPLAY_PACE_VIRTUAL ? LMC_REPLAY_PACE_VIRTUAL
+                                                                       : LMC_REPLAY_PACE_REALTIME],
     };
     return LMC_OK;
 }
 
 void lmc_replay_summary_free(lmc_replay_summary *s)
 {
-    /* The ops are ours (lmc_replay_summary_init); the struct shows them const to renderers. */
+    /* The ops and diffs are ours (lmc_replay_summary_init); renderers see them const. */
     lmc_replay_stats_free_summary((lmc_op_stats *)s->ops, s->n_ops);
+    for (size_t i = 0; i < s->n_config_diffs; i++)
+        free((char *)s->config_diffs[i]);
+    free((char **)s->config_diffs);
     s->ops = NULL;
     s->n_ops = 0;
+    s->config_diffs = NULL;
+    s->n_config_diffs = 0;
 }

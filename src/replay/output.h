@@ -12,18 +12,23 @@
  * The formats (LMC_REPLAY_OUTPUT_FORMATS below; each in its own file):
  *
  *   name          what                                      default file
- *   table         LMCache's terminal result table           (stdout)
- *   json          the same result as JSON (--format json)   (stdout)
- *   csv           per-qualname latency                      trace_replay_ops.csv
- *   summary-json  duration, per-qualname stats, lateness    trace_replay_summary.json
- *   jsonl         one JSON object per record                (--jsonl-out PATH)
+ *   table         LMCache's terminal result table, plus     (stdout)
+ *                 outcomes and notes
+ *   json          the result JSON (--format json)           (stdout)
+ *   csv           per-qualname latency (LMCache's header)   trace_replay_ops.csv
+ *   outcomes-csv  outcome counters and figures              trace_replay_outcomes.csv
+ *   summary-json  the result JSON, as json                  trace_replay_summary.json
+ *   jsonl         one JSON object per record, with its      (--jsonl-out PATH)
+ *                 outcome
  *
  * When files are opened: a format with a per-record writer opens its file
  * at lmc_replay_output_open, so a bad path fails before the replay runs;
- * one with only a final renderer writes its file whole at
- * lmc_replay_output_finish, so a replay that fails leaves no file. Errors
- * name the path, and the flag that gave it when there is one:
- * "cannot write --output 'x': No such file or directory".
+ * one with only a final renderer is checked there (its directory exists
+ * and the file can be created and written; a file the check created is
+ * removed again) and writes its file whole at lmc_replay_output_finish, so
+ * a replay that fails leaves no file. Errors name the path, and the flag
+ * that gave it when there is one: "cannot write --output 'x': No such file
+ * or directory".
  *
  * Threads: an output is used by one thread at a time.
  */
@@ -51,7 +56,8 @@ typedef struct lmc_replay_output_format {
  * as `const lmc_replay_output_format lmc_replay_output_<id>` in its own
  * file; the declarations and the lookup table are derived from this list.
  */
-#define LMC_REPLAY_OUTPUT_FORMATS(X) X(table) X(json) X(csv) X(summary_json) X(jsonl)
+#define LMC_REPLAY_OUTPUT_FORMATS(X)                                                               \
+    X(table) X(json) X(csv) X(outcomes_csv) X(summary_json) X(jsonl)
 
 #define LMC_REPLAY_OUTPUT_DECLARE(id) extern const lmc_replay_output_format lmc_replay_output_##id;
 LMC_REPLAY_OUTPUT_FORMATS(LMC_REPLAY_OUTPUT_DECLARE)
@@ -67,8 +73,8 @@ typedef struct lmc_replay_output lmc_replay_output;
 /*
  * An output of format f to path (NULL: stdout). flag names the option that
  * gave the path, for messages ("--jsonl-out"); NULL when it is a default
- * file. LMC_ERR_IO naming the path when a per-record format cannot create
- * its file; LMC_ERR_NOMEM.
+ * file. LMC_ERR_IO naming the path when its file cannot be created or
+ * written; LMC_ERR_NOMEM.
  */
 lmc_status lmc_replay_output_open(const lmc_replay_output_format *f, const char *path,
                                   const char *flag, lmc_replay_output **out, lmc_error *err);

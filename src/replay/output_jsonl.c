@@ -1,13 +1,21 @@
 /*
  * output_jsonl.c -- the "jsonl" replay output (--jsonl-out): one JSON
- * object per record, written as the replay runs:
+ * object per record, in record order, written as the replay runs (a
+ * record waits behind an earlier prefetch whose L2 part is not in yet):
  *
- *   {"qualname": "<q>", "latency_ms": <float>, "failed": <bool>}
+ *   {"index": <n>, "t_mono": <s>, "lateness_us": <us>, "qualname": "<q>",
+ *    "n_keys": <n>, "latency_ms": <ms>, "failed": <bool>, "skipped": <bool>,
+ *    "outcome": {"op": "<op>", "<counter>": <n>, ...} | null}
  *
- * latency_ms is 0.0 for a skipped record (which reports failed: true).
+ * The outcome lists every counter of the record's op (replay/outcome.def)
+ * in table order; it is null for a skipped or failed record. latency_ms is
+ * 0.0 for a skipped record (which reports failed: true), as in LMCache,
+ * whose three keys qualname, latency_ms and failed keep their meaning.
  *
  * Threads: none; reentrant.
  */
+#include <inttypes.h>
+#include <math.h>
 #include <stdlib.h>
 
 #include "core/json.h"
@@ -15,12 +23,31 @@
 
 static void record(FILE *f, const lmc_replay_record_view *rec)
 {
-    char ms[32];
+    char ms[32], t[32], late[32];
     lmc_json_format_float(rec->skipped ? 0.0 : rec->latency_s * 1000.0, ms, sizeof(ms));
+    lmc_json_format_float(rec->t_mono, t, sizeof(t));
+    /* Whole nanoseconds, as measured: no binary noise after the third decimal. */
+    lmc_json_format_float(round(rec->lateness_s * 1e9) / 1000.0, late, sizeof(late));
     lmc_json *q = lmc_json_string(rec->qualname);
     char *qs = q ? lmc_json_dumps(q, 0, -1, NULL) : NULL;
-    fprintf(f, "{\"qualname\": %s, \"latency_ms\": %s, \"failed\": %s}\n", qs ? qs : "\"?\"", ms,
-            rec->failed ? "true" : "false");
+    const lmc_replay_outcome *o = rec->outcome;
+    fprintf(f,
+            "{\"index\": %" PRIu64 ", \"t_mono\": %s, \"lateness_us\": %s, \"qualname\": %s, "
+            "\"n_keys\": %" PRIu32 ", \"latency_ms\": %s, \"failed\": %s, \"skipped\": %s, "
+            "\"outcome\": ",
+            rec->index, t, late, qs ? qs : "\"?\"", o != NULL ? o->n_keys : 0, ms,
+            rec->failed ? "true" : "false", rec->skipped ? "true" : "false");
+    if (o == NULL) {
+        fputs("null}\n", f);
+    } else {
+        fprintf(f, "{\"op\": \"%s\"", lmc_outcome_op_name(o->op));
+        const lmc_outcome_counter_info *ci;
+        for (size_t c = 0; (ci = lmc_outcome_counter_get(c)) != NULL; c++) {
+            if (ci->op == o->op)
+                fprintf(f, ", \"%s\": %" PRIu32, ci->name, o->v[c]);
+        }
+        fputs("}}\n", f);
+    }
     free(qs);
     lmc_json_free(q);
 }

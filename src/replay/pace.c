@@ -31,6 +31,8 @@
 #define SPIN_NS 2000000ull
 /* How often realtime run_until looks at its condition. */
 #define POLL_NS 500000ull
+/* The longest sleep of a realtime wait that may be stopped. */
+#define STOP_SLICE_NS 100000000ull
 
 struct lmc_replay_pacer_ops {
     void (*start)(lmc_replay_pacer *p);
@@ -80,8 +82,19 @@ static bool realtime_wait(lmc_replay_pacer *p, uint64_t due_ns, uint64_t *late_n
     uint64_t due = p->origin_ns + due_ns;
     uint64_t now = lmc_mono_ns();
     if (now < due) {
-        if (due - now > SPIN_NS)
-            lmc_sleep_until_ns(due - SPIN_NS);
+        /* A long wait sleeps in slices when it may be stopped (Ctrl-C ends it promptly). */
+        while (due - now > SPIN_NS) {
+            if (p->stop != NULL && *p->stop) {
+                *late_ns = 0;
+                return true;
+            }
+            uint64_t until = due - SPIN_NS;
+            if (p->stop != NULL && until - now > STOP_SLICE_NS)
+                until = now + STOP_SLICE_NS;
+            lmc_sleep_until_ns(until);
+            if ((now = lmc_mono_ns()) >= due)
+                break;
+        }
         while ((now = lmc_mono_ns()) < due) {
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();

@@ -29,6 +29,7 @@
 #ifndef LMC_REPLAY_PACE_H
 #define LMC_REPLAY_PACE_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -65,6 +66,8 @@ typedef struct lmc_replay_pacer {
     lmc_storage_manager *sm; /* borrowed */
     lmc_replay_ctx *ctx;     /* borrowed: its pending prefetches are collected */
     uint64_t origin_ns;      /* realtime: the monotonic clock at start */
+    /* Non-NULL: a realtime wait ends early once *stop is non-zero (Ctrl-C). */
+    const volatile sig_atomic_t *stop;
 } lmc_replay_pacer;
 
 /* A pacer over sm (built with lmc_replay_pace_runtime for the same pace) and ctx. */
@@ -77,7 +80,9 @@ void lmc_replay_pacer_start(lmc_replay_pacer *p);
 /*
  * Hold until the record due at due_ns after the start may be dispatched.
  * Returns whether lateness applies (realtime), with the dispatch's lateness
- * in *late_ns; false for virtual (*late_ns is 0).
+ * in *late_ns; false for virtual (*late_ns is 0). A realtime wait sleeps
+ * in slices of at most 100 ms while p->stop is set, and returns at once
+ * (lateness 0) when *p->stop becomes non-zero.
  */
 bool lmc_replay_pacer_wait(lmc_replay_pacer *p, uint64_t due_ns, uint64_t *late_ns);
 

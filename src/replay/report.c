@@ -29,6 +29,8 @@
 #include "core/json.h"
 #include "core/strbuf.h"
 #include "replay/output.h"
+#include "replay/repeat.h"
+#include "replay/result_json.h"
 
 #define REPORT_TITLE "Trace Replay Result"
 #define REPORT_WIDTH 64
@@ -227,35 +229,27 @@ char *lmc_metrics_format_json(const char *title, const lmc_metric_section *secti
         metrics = NULL; /* owned by root now, even on failure */
     }
     lmc_json_free(metrics);
-    char *text = NULL;
-    size_t len = 0;
-    if (ok)
-        text = lmc_json_dumps(root, 0, indent, &len);
+    char *text = ok ? lmc_json_dumps_line(root, 0, indent) : NULL;
     lmc_json_free(root);
-    if (text == NULL)
-        return NULL;
-    char *out = realloc(text, len + 2);
-    if (out == NULL) {
-        free(text);
-        return NULL;
-    }
-    out[len] = '\n';
-    out[len + 1] = '\0';
-    return out;
+    return text;
 }
 
 /* ---- the replay report ------------------------------------------------- */
 
+#define MIB (1024.0 * 1024.0)
+/* Rows listing config paths; more are summarised in one row. */
+#define MAX_DIFF_ROWS 10
+
 /* The sections of one report, with the strings they point into. */
 typedef struct report {
-    lmc_metric overall[6];
-    lmc_metric *ops;
-    lmc_metric pacing[5];
-    lmc_metric_section sections[3];
+    lmc_metric *entries; /* every section's entries, in one array of fixed capacity */
+    size_t n_entries, cap_entries;
+    lmc_metric_section sections[8];
     size_t n_sections;
-    char digest[96];
-    char **owned; /* the ops' keys and labels */
-    size_t n_owned;
+    size_t section_start; /* first entry of the section being built */
+    char **owned;         /* keys, labels and values built for this report */
+    size_t n_owned, cap_owned;
+    bool oom;
 } report;
 
 static void report_free(report *r)
@@ -263,21 +257,57 @@ static void report_free(report *r)
     for (size_t i = 0; i < r->n_owned; i++)
         free(r->owned[i]);
     free(r->owned);
-    free(r->ops);
+    free(r->entries);
 }
 
 static char *own_printf(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *own_printf(report *r, const char *fmt, ...)
 {
+    if (r->n_owned == r->cap_owned) {
+        size_t cap = r->cap_owned ? r->cap_owned * 2 : 64;
+        char **no = realloc(r->owned, cap * sizeof(*no));
+        if (no == NULL) {
+            r->oom = true;
+            return NULL;
+        }
+        r->owned = no;
+        r->cap_owned = cap;
+    }
     char *s = NULL;
     va_list ap;
     va_start(ap, fmt);
     int n = vasprintf(&s, fmt, ap);
     va_end(ap);
-    if (n < 0)
+    if (n < 0) {
+        r->oom = true;
         return NULL;
+    }
     r->owned[r->n_owned++] = s;
     return s;
+}
+
+static void add(report *r, lmc_metric m)
+{
+    if (r->n_entries == r->cap_entries || (m.kind == LMC_METRIC_STR && m.s == NULL) ||
+        m.label == NULL || m.key == NULL) {
+        r->oom = true;
+        return;
+    }
+    r->entries[r->n_entries++] = m;
+}
+
+static void section_begin(report *r)
+{
+    r->section_start = r->n_entries;
+}
+
+static void section_end(report *r, const char *key, const char *label)
+{
+    size_t n = r->n_entries - r->section_start;
+    if (n == 0 || r->n_sections == sizeof(r->sections) / sizeof(r->sections[0]))
+        return;
+    r->sections[r->n_sections++] =
+        (lmc_metric_section){key, label, r->entries + r->section_start, n};
 }
 
 static lmc_metric metric_int(const char *key, const char *label, uint64_t v)
@@ -296,68 +326,330 @@ static lmc_metric metric_str(const char *key, const char *label, const char *v)
         .key = key, .label = label, .kind = v ? LMC_METRIC_STR : LMC_METRIC_NONE, .s = v};
 }
 
-static bool report_build(const lmc_replay_summary *s, report *r)
+bool lmc_replay_behind_schedule(const lmc_replay_summary *s, char *why, size_t len)
 {
-    memset(r, 0, sizeof(*r));
-    size_t n = 0;
-    r->overall[n++] = metric_str("level", "Trace level", s->level);
-    r->overall[n++] = metric_int("replayed", "Records replayed", s->replayed);
-    r->overall[n++] = metric_int("skipped", "Records skipped", s->skipped);
-    r->overall[n++] = metric_int("failed", "Records failed", s->failed);
-    r->overall[n++] = metric_float("duration", "Replay duration (s)", lmc_round3(s->duration_s));
+    const lmc_lateness_stats *l = &s->lateness;
+    if (l->count == 0)
+        return false;
+    double p99_ms = l->p99_us / 1000.0;
+    double gap_us = s->mean_gap_s * 1e6;
+    bool over_abs = p99_ms > 1.0;
+    bool over_gap = gap_us > 0 && l->p99_us > 0.01 * gap_us;
+    if (why != NULL && len > 0) {
+        if (over_abs)
+            snprintf(why, len, "p99 %.2f ms > 1 ms", p99_ms);
+        else if (over_gap)
+            snprintf(why, len, "p99 %.0f us > 1%% of the mean gap, %.0f us", l->p99_us, gap_us);
+        else
+            why[0] = '\0';
+    }
+    return over_abs || over_gap;
+}
+
+static const char *percent(report *r, double ratio)
+{
+    return own_printf(r, "%.1f%%", ratio * 100.0);
+}
+
+static void overall_section(report *r, const lmc_replay_summary *s)
+{
+    section_begin(r);
+    add(r, metric_str("level", "Trace level", s->level));
+    add(r, metric_int("replayed", "Records replayed", s->replayed));
+    add(r, metric_int("skipped", "Records skipped", s->skipped + s->malformed));
+    add(r, metric_int("failed", "Records failed", s->failed));
+    add(r, metric_float("duration", "Replay duration (s)", lmc_round3(s->duration_s)));
+    if (s->interrupted)
+        add(r, metric_str("status", "Status",
+                          own_printf(r, "interrupted after %" PRIu64 " records", s->reported)));
     const char *hd = s->header_digest ? s->header_digest : "";
     const char *rd = s->replay_digest ? s->replay_digest : "";
     if (hd[0] != '\0') {
-        if (rd[0] != '\0' && strcmp(hd, rd) != 0)
-            snprintf(r->digest, sizeof(r->digest), "MISMATCH (rec=%.8s, run=%.8s)", hd, rd);
-        else
-            snprintf(r->digest, sizeof(r->digest), "match (%.8s)", hd);
-        r->overall[n++] = metric_str("digest", "Config digest", r->digest);
+        const char *digest = rd[0] != '\0' && strcmp(hd, rd) != 0
+                                 ? own_printf(r, "MISMATCH (rec=%.8s, run=%.8s)", hd, rd)
+                                 : own_printf(r, "match (%.8s)", hd);
+        add(r, metric_str("digest", "Config digest", digest));
+        size_t shown = s->n_config_diffs <= MAX_DIFF_ROWS ? s->n_config_diffs : MAX_DIFF_ROWS - 1;
+        for (size_t i = 0; i < shown; i++)
+            add(r, metric_str("config_differs", "Config differs", s->config_diffs[i]));
+        if (shown < s->n_config_diffs)
+            add(r, metric_str("config_differs", "Config differs",
+                              own_printf(r, "... and %zu more", s->n_config_diffs - shown)));
     }
-    r->sections[r->n_sections++] = (lmc_metric_section){"overall", "Overall", r->overall, n};
+    if (s->outcome_digest != NULL && s->outcome_digest[0] != '\0')
+        add(r, metric_str("outcome_digest", "Outcome digest", s->outcome_digest));
+    section_end(r, "overall", "Overall");
+}
 
-    if (s->n_ops > 0) {
-        r->ops = calloc(4 * s->n_ops, sizeof(*r->ops));
-        r->owned = calloc(8 * s->n_ops, sizeof(*r->owned));
-        if (r->ops == NULL || r->owned == NULL)
-            return false;
-        for (size_t i = 0; i < s->n_ops; i++) {
-            const lmc_op_stats *o = &s->ops[i];
-            char short_name[256];
-            lmc_replay_short_name(o->qualname, short_name, sizeof(short_name));
-            const char *k[4], *l[4];
-            static const char *const what[4] = {"count", "mean", "p50", "p99"};
-            for (size_t j = 0; j < 4; j++) {
-                k[j] = own_printf(r, "%s_%s", short_name, what[j]);
-                l[j] = own_printf(r, "%s %s", short_name, what[j]);
-                if (k[j] == NULL || l[j] == NULL)
-                    return false;
-            }
-            lmc_metric *m = &r->ops[4 * i];
-            m[0] = metric_int(k[0], l[0], o->count);
-            m[1] = metric_float(k[1], l[1], lmc_round3(o->mean_ms));
-            m[2] = metric_float(k[2], l[2], lmc_round3(o->p50_ms));
-            m[3] = metric_float(k[3], l[3], lmc_round3(o->p99_ms));
+static void outcome_sections(report *r, const lmc_replay_summary *s)
+{
+    const lmc_replay_figures *f = &s->figures;
+    const lmc_replay_totals *t = s->totals;
+    section_begin(r);
+    add(r, metric_str("chunk_hit_rate", "Chunk hit rate",
+                      own_printf(r, "%.1f%% (%" PRIu64 " of %" PRIu64 " keys)",
+                                 f->chunk_hit_rate * 100.0, f->found_keys, f->looked_up_keys)));
+    add(r, metric_str(
+               "l1_hit_rate", "L1 hit rate",
+               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l1_hit_rate * 100.0, f->l1_hit_keys)));
+    add(r, metric_str(
+               "l2_hit_rate", "L2 hit rate",
+               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l2_hit_rate * 100.0, f->l2_hit_keys)));
+    add(r, metric_str("read_agreement", "Recorded hits still hit",
+                      f->read_agreement < 1.0
+                          ? own_printf(r, "%.1f%% (%.1f%% lost)", f->read_agreement * 100.0,
+                                       (1.0 - f->read_agreement) * 100.0)
+                          : percent(r, f->read_agreement)));
+    add(r, metric_str("key_agreement", "Recorded keys still found",
+                      own_printf(r, "%.1f%% (%" PRIu64 " of %" PRIu64 ")", f->key_agreement * 100.0,
+                                 f->read_keys_found, f->recorded_read_keys)));
+    add(r, metric_int("failed_reads", "Failed reads", f->failed_reads));
+    add(r, metric_str("refused_keys", "Reservations refused (keys)",
+                      own_printf(r, "%" PRIu64 " of %" PRIu64, f->refused_keys,
+                                 t->keys[LMC_TRACE_OP_RESERVE_WRITE])));
+    const lmc_outcome_counter_info *ci;
+    for (size_t c = 0; (ci = lmc_outcome_counter_get(c)) != NULL; c++) {
+        if (ci->op == LMC_TRACE_OP_RESERVE_WRITE && c != LMC_OC_RESERVE_WRITE_reserved &&
+            t->v[c] > 0)
+            add(r, metric_int(ci->name, own_printf(r, "  refused, %s", ci->name), t->v[c]));
+    }
+    if (s->unfinished_prefetches > 0)
+        add(r,
+            metric_int("unfinished_prefetches", "Unfinished prefetches", s->unfinished_prefetches));
+    section_end(r, "outcomes", "Outcomes");
+
+    section_begin(r);
+    add(r, metric_str("l1_peak", "L1 peak usage",
+                      own_printf(r, "%.1f of %.1f MiB (%.1f%%)", t->l1_peak_used_bytes / MIB,
+                                 t->l1_capacity_bytes / MIB,
+                                 t->l1_capacity_bytes ? 100.0 * (double)t->l1_peak_used_bytes /
+                                                            (double)t->l1_capacity_bytes
+                                                      : 0.0)));
+    add(r, metric_int("l1_evicted_keys", "L1 evictions (keys)", t->sm.l1_evicted_keys));
+    add(r, metric_str("l2_stores", "L2 stores",
+                      own_printf(r, "%" PRIu64 " keys, %.1f MiB", t->sm.l2_stored_keys,
+                                 t->sm.l2_stored_bytes / MIB)));
+    add(r, metric_str("l2_loads", "L2 loads",
+                      own_printf(r, "%" PRIu64 " keys, %.1f MiB", t->sm.l2_loaded_keys,
+                                 t->sm.l2_loaded_bytes / MIB)));
+    add(r, metric_int("l2_evicted_keys", "L2 evictions (keys)", t->sm.l2_evicted_keys));
+    if (t->sm.l2_store_failed_tasks > 0)
+        add(r, metric_int("l2_store_failed_tasks", "L2 store tasks failed",
+                          t->sm.l2_store_failed_tasks));
+    section_end(r, "memory", "Memory and L2");
+}
+
+static void ops_section(report *r, const lmc_replay_summary *s)
+{
+    section_begin(r);
+    for (size_t i = 0; i < s->n_ops; i++) {
+        const lmc_op_stats *o = &s->ops[i];
+        char short_name[256];
+        lmc_replay_short_name(o->qualname, short_name, sizeof(short_name));
+        static const char *const what[4] = {"count", "mean", "p50", "p99"};
+        const char *k[4], *l[4];
+        for (size_t j = 0; j < 4; j++) {
+            k[j] = own_printf(r, "%s_%s", short_name, what[j]);
+            l[j] = own_printf(r, "%s %s", short_name, what[j]);
         }
-        r->sections[r->n_sections++] =
-            (lmc_metric_section){"ops", "Per-Op Latency (ms)", r->ops, 4 * s->n_ops};
+        add(r, metric_int(k[0], l[0], o->count));
+        add(r, metric_float(k[1], l[1], lmc_round3(o->mean_ms)));
+        add(r, metric_float(k[2], l[2], lmc_round3(o->p50_ms)));
+        add(r, metric_float(k[3], l[3], lmc_round3(o->p99_ms)));
     }
+    section_end(r, "ops", "Per-Op Latency (ms)");
+}
 
-    size_t np = 0;
-    r->pacing[np++] = metric_float("time_scale", "Time scale", s->time_scale);
+static void pacing_section(report *r, const lmc_replay_summary *s)
+{
+    section_begin(r);
+    add(r, metric_float("time_scale", "Time scale", s->time_scale));
     if (s->virtual_pace) {
         /* Nothing waits in virtual time, so lateness does not apply: N/A (null in JSON). */
-        r->pacing[np++] = metric_str("pace", "Pace", "virtual");
-        r->pacing[np++] = metric_str("lateness_p50_us", "Lateness p50 (us)", NULL);
-        r->pacing[np++] = metric_str("lateness_p99_us", "Lateness p99 (us)", NULL);
-        r->pacing[np++] = metric_str("lateness_max_us", "Lateness max (us)", NULL);
-    } else {
-        r->pacing[np++] = metric_float("lateness_p50_us", "Lateness p50 (us)", s->lateness.p50_us);
-        r->pacing[np++] = metric_float("lateness_p99_us", "Lateness p99 (us)", s->lateness.p99_us);
-        r->pacing[np++] = metric_float("lateness_max_us", "Lateness max (us)", s->lateness.max_us);
+        add(r, metric_str("pace", "Pace", "virtual"));
+        add(r, metric_str("lateness_p50_us", "Lateness p50 (us)", NULL));
+        add(r, metric_str("lateness_p99_us", "Lateness p99 (us)", NULL));
+        add(r, metric_str("lateness_max_us", "Lateness max (us)", NULL));
+        section_end(r, "pacing", "Pacing");
+        return;
     }
-    r->sections[r->n_sections++] = (lmc_metric_section){"pacing", "Pacing", r->pacing, np};
-    return true;
+    add(r, metric_float("lateness_p50_us", "Lateness p50 (us)", s->lateness.p50_us));
+    add(r, metric_float("lateness_p99_us", "Lateness p99 (us)", s->lateness.p99_us));
+    add(r, metric_float("lateness_max_us", "Lateness max (us)", s->lateness.max_us));
+    char why[128];
+    if (lmc_replay_behind_schedule(s, why, sizeof(why)))
+        add(r, metric_str("behind_schedule", "Behind schedule", own_printf(r, "yes (%s)", why)));
+    section_end(r, "pacing", "Pacing");
+}
+
+/* "median [min, max]" of one figure, in the figure's own unit (scale multiplies). */
+static const char *spread_text(report *r, const lmc_spread *sp, double scale, const char *fmt)
+{
+    char a[64], b[64], c[64];
+    snprintf(a, sizeof(a), fmt, sp->median * scale);
+    snprintf(b, sizeof(b), fmt, sp->min * scale);
+    snprintf(c, sizeof(c), fmt, sp->max * scale);
+    return own_printf(r, "%s [%s, %s]", a, b, c);
+}
+
+static void repeat_row(report *r, const lmc_replay_summary *s, const char *label,
+                       const char *const *path, size_t depth, double scale, const char *fmt)
+{
+    lmc_spread sp;
+    if (lmc_replay_repeat_spread(s->repeat, path, depth, &sp))
+        add(r, metric_str(label, label, spread_text(r, &sp, scale, fmt)));
+}
+
+static void repeat_section(report *r, const lmc_replay_summary *s)
+{
+    const lmc_replay_repeat *rep = s->repeat;
+    size_t runs = lmc_replay_repeat_runs(rep);
+    section_begin(r);
+#define FIG(name) (const char *const[]){"outcomes", "figures", name}, 3
+    repeat_row(r, s, "Chunk hit rate (%)", FIG("chunk_hit_rate"), 100.0, "%.1f");
+    repeat_row(r, s, "L1 hit rate (%)", FIG("l1_hit_rate"), 100.0, "%.1f");
+    repeat_row(r, s, "L2 hit rate (%)", FIG("l2_hit_rate"), 100.0, "%.1f");
+    repeat_row(r, s, "Recorded hits still hit (%)", FIG("read_agreement"), 100.0, "%.1f");
+    repeat_row(r, s, "Reservations refused (keys)", FIG("refused_keys"), 1.0, "%.0f");
+    repeat_row(r, s, "Failed reads", FIG("failed_reads"), 1.0, "%.0f");
+#undef FIG
+    repeat_row(r, s, "L1 evictions (keys)", (const char *const[]){"outcomes", "l1", "evicted_keys"},
+               3, 1.0, "%.0f");
+    repeat_row(r, s, "L2 stored (MiB)", (const char *const[]){"outcomes", "l2", "stored_bytes"}, 3,
+               1.0 / MIB, "%.1f");
+    repeat_row(r, s, "L2 loaded (MiB)", (const char *const[]){"outcomes", "l2", "loaded_bytes"}, 3,
+               1.0 / MIB, "%.1f");
+    for (size_t i = 0; i < s->n_ops; i++) {
+        char short_name[256];
+        lmc_replay_short_name(s->ops[i].qualname, short_name, sizeof(short_name));
+        static const char *const what[2] = {"p50_ms", "p99_ms"};
+        for (size_t j = 0; j < 2; j++) {
+            const char *path[] = {"ops", s->ops[i].qualname, what[j]};
+            repeat_row(r, s, own_printf(r, "%s %.3s (ms)", short_name, what[j]), path, 3, 1.0,
+                       "%.3f");
+        }
+    }
+    repeat_row(r, s, "Lateness p99 (us)", (const char *const[]){"lateness", "p99_us"}, 2, 1.0,
+               "%.1f");
+    repeat_row(r, s, "Replay duration (s)", (const char *const[]){"duration_s"}, 1, 1.0, "%.2f");
+    for (size_t i = 0; i < runs; i++)
+        add(r, metric_str("digest", own_printf(r, "Run %zu outcome digest", i + 1),
+                          own_printf(r, "%.16s", lmc_replay_repeat_digest(rep, i))));
+    add(r, metric_str("digests_equal", "Outcome digests",
+                      lmc_replay_repeat_digests_equal(rep) ? "all equal" : "differ"));
+    section_end(r, "repeat", own_printf(r, "Repeat: median [min, max] of %zu runs", runs));
+}
+
+static bool report_build(const lmc_replay_summary *s, report *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->cap_entries = 64 + 8 * s->n_ops + s->n_config_diffs + LMC_OC_COUNT_;
+    r->entries = calloc(r->cap_entries, sizeof(*r->entries));
+    if (r->entries == NULL)
+        return false;
+    overall_section(r, s);
+    if (s->totals != NULL)
+        outcome_sections(r, s);
+    ops_section(r, s);
+    pacing_section(r, s);
+    if (s->repeat != NULL)
+        repeat_section(r, s);
+    return !r->oom;
+}
+
+/* Notes wrap at this column, continuation lines indented under the text. */
+#define NOTE_WIDTH 78
+#define NOTE_INDENT "      "
+
+/* "note: " + text, wrapped at spaces to NOTE_WIDTH columns, ending in "\n". */
+static void note(lmc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(lmc_strbuf *b, const char *fmt, ...)
+{
+    char *text = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&text, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        b->oom = true;
+        return;
+    }
+    lmc_strbuf_puts(b, "note: ");
+    size_t col = strlen("note: ");
+    bool first = true;
+    for (const char *p = text; *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        size_t word = strcspn(p, " ");
+        if (word == 0)
+            break;
+        if (!first && col + 1 + word > NOTE_WIDTH) {
+            lmc_strbuf_puts(b, "\n" NOTE_INDENT);
+            col = strlen(NOTE_INDENT);
+        } else if (!first) {
+            lmc_strbuf_puts(b, " ");
+            col++;
+        }
+        lmc_strbuf_append(b, p, word);
+        col += word;
+        p += word;
+        first = false;
+    }
+    lmc_strbuf_puts(b, "\n");
+    free(text);
+}
+
+/* The lines after the table: what a reader must not miss, in plain words. */
+static void notes(lmc_strbuf *b, const lmc_replay_summary *s)
+{
+    if (s->interrupted)
+        note(b,
+             "interrupted (Ctrl-C) after %" PRIu64 " records; every figure above covers "
+             "those records only.",
+             s->reported);
+    if (s->totals != NULL && s->figures.recorded_reads > 0 && s->figures.read_agreement < 1.0) {
+        char missed[256];
+        lmc_replay_missed_summary(s, missed, sizeof(missed));
+        note(b,
+             "%.1f%% of the reads the trace recorded (each was a hit when recorded) did not "
+             "fully hit here: %s. The replay's StorageManager did not hold what the "
+             "recording's did; --jsonl-out shows each record.",
+             (1.0 - s->figures.read_agreement) * 100.0, missed);
+    }
+    char why[128];
+    if (lmc_replay_behind_schedule(s, why, sizeof(why)))
+        note(b,
+             "the replay fell behind its schedule (%s). Lateness is how late each call "
+             "started against its recorded time (scaled by --time-scale); behind schedule, "
+             "calls bunch up and the background work the recording raced (L2 loads, "
+             "eviction) gets relatively more time, so outcomes can differ from the "
+             "recording.",
+             why);
+    if (s->n_config_diffs > 0)
+        note(b, "the replay's StorageManager config differs from the recorded one (the 'Config "
+                "differs' rows above); `lmcache trace info --config FILE` prints the recorded "
+                "config.");
+    if (s->unfinished_prefetches > 0)
+        note(b,
+             "%" PRIu64 " prefetch(es) had not finished their L2 part when the replay ended; "
+             "their L2 keys count as missed.",
+             s->unfinished_prefetches);
+}
+
+size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t len)
+{
+    const lmc_replay_figures *f = &s->figures;
+    const lmc_replay_totals *t = s->totals;
+    if (t == NULL)
+        return (size_t)snprintf(buf, len, "no outcomes");
+    return (size_t)snprintf(buf, len,
+                            "%" PRIu64 " reads missed %" PRIu64 " keys: %" PRIu64
+                            " not in L1, %" PRIu64 " still loading from L2, %" PRIu64
+                            " write-locked, %" PRIu64 " not read-locked, %" PRIu64 " other",
+                            f->failed_reads, f->read_keys_missed, t->v[LMC_OC_READ_ENTER_not_in_l1],
+                            t->v[LMC_OC_READ_ENTER_l2_pending],
+                            t->v[LMC_OC_READ_ENTER_write_locked],
+                            t->v[LMC_OC_READ_ENTER_not_read_locked], t->v[LMC_OC_READ_ENTER_other]);
 }
 
 char *lmc_replay_report_table(const lmc_replay_summary *s)
@@ -367,17 +659,18 @@ char *lmc_replay_report_table(const lmc_replay_summary *s)
     if (report_build(s, &r))
         out = lmc_metrics_format_terminal(REPORT_TITLE, r.sections, r.n_sections, REPORT_WIDTH);
     report_free(&r);
-    return out;
+    if (out == NULL)
+        return NULL;
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    lmc_strbuf_puts(&b, out);
+    free(out);
+    notes(&b, s);
+    return lmc_strbuf_finish(&b);
 }
 
 char *lmc_replay_report_json(const lmc_replay_summary *s)
 {
-    report r;
-    char *out = NULL;
-    if (report_build(s, &r))
-        out = lmc_metrics_format_json(REPORT_TITLE, r.sections, r.n_sections, 2);
-    report_free(&r);
-    return out;
+    return lmc_replay_result_json_text(s);
 }
 
 /* The result on stdout or in --output, by --format (replay/output.h). */

@@ -33,12 +33,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "replay/outcome.h"
 #include "replay/stats.h"
 
 /*
  * The whole result of a replay, as every final output renders it (built
  * once by lmc_replay_summary_init in replay/output.h).
  */
+typedef struct lmc_replay_repeat lmc_replay_repeat; /* replay/repeat.h */
+
 typedef struct lmc_replay_summary {
     const char *level;
     uint64_t replayed, skipped, failed;
@@ -50,7 +53,32 @@ typedef struct lmc_replay_summary {
     lmc_lateness_stats lateness;
     const lmc_op_stats *ops; /* sorted by qualname */
     size_t n_ops;
+
+    /* What the outcome sections and the result JSON add (all optional: 0/NULL = unknown). */
+    const lmc_replay_totals *totals; /* NULL: no outcome sections (a latency-only summary) */
+    lmc_replay_figures figures;      /* of totals */
+    const char *outcome_digest;
+    uint64_t malformed, recorder_dropped, reported, unfinished_prefetches;
+    bool truncated, interrupted;
+    int64_t schema_version, format_version;
+    double trace_span_s; /* last minus first recorded time of the records reported */
+    double mean_gap_s;   /* trace_span_s / (reported - 1), times the time scale */
+    double started_at_unix_s;
+    const char *header_config_json, *replay_config_json;
+    const char *const *config_diffs; /* paths where the two configs differ */
+    size_t n_config_diffs;
+    const char *trace_path, *mode, *pace;
+    /* Files this replay writes (NULL: not written), for the result's "outputs". */
+    const char *jsonl_path, *csv_path, *outcomes_csv_path, *summary_json_path, *output_path;
+    const lmc_replay_repeat *repeat; /* --repeat: spreads over the runs; NULL otherwise */
 } lmc_replay_summary;
+
+/*
+ * Did the replay fall behind its schedule? Lateness p99 over 1 ms, or over
+ * 1% of the mean gap between records (when known). why gets a short
+ * reason ("p99 2.31 ms > 1 ms") when it did.
+ */
+bool lmc_replay_behind_schedule(const lmc_replay_summary *s, char *why, size_t len);
 
 /*
  * The generic renderer underneath (LMCache's Metrics/Section with the
@@ -119,12 +147,17 @@ void lmc_center(const char *text, size_t width, char fill, char *buf);
 char *lmc_replay_report_table(const lmc_replay_summary *s);
 
 /*
- * The JSON rendering as a malloc'd string (caller frees), ending in "\n".
- * Keys: overall {level, replayed, skipped, failed, duration, digest},
- * ops {<short>_count, _mean, _p50, _p99}, pacing {time_scale,
- * lateness_p50_us, lateness_p99_us, lateness_max_us}. As in LMCache,
- * "digest" is absent (not null) when the table leaves its row out.
+ * The result JSON (replay/result_json.h: the one schema that --format json
+ * and trace_replay_summary.json share) as a malloc'd string ending in "\n".
  */
 char *lmc_replay_report_json(const lmc_replay_summary *s);
+
+/*
+ * The one summary line of the reads that missed ("N reads missed M keys: K
+ * not in L1, P still loading from L2, W write-locked, R not read-locked, O
+ * other") into buf;
+ * returns snprintf's length.
+ */
+size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t len);
 
 #endif

@@ -232,6 +232,14 @@ void lmc_replay_stats_mark_end(lmc_replay_stats *s, double wall_s)
     pthread_mutex_unlock(&s->mu);
 }
 
+double lmc_replay_stats_start_s(lmc_replay_stats *s)
+{
+    pthread_mutex_lock(&s->mu);
+    double t = s->has_start ? s->start_s : 0.0;
+    pthread_mutex_unlock(&s->mu);
+    return t;
+}
+
 double lmc_replay_stats_duration_s(lmc_replay_stats *s)
 {
     pthread_mutex_lock(&s->mu);

@@ -50,6 +50,8 @@ void lmc_replay_stats_record_lateness(lmc_replay_stats *s, double late_s);
 
 void lmc_replay_stats_mark_start(lmc_replay_stats *s, double wall_s);
 void lmc_replay_stats_mark_end(lmc_replay_stats *s, double wall_s);
+/* The start mark (wall-clock seconds), or 0.0 when it is missing. */
+double lmc_replay_stats_start_s(lmc_replay_stats *s);
 /* max(0, end - start), or 0.0 when a mark is missing. */
 double lmc_replay_stats_duration_s(lmc_replay_stats *s);
 

@@ -487,6 +487,11 @@ void lmc_l1_eviction_controller_destroy(lmc_l1_eviction_controller *c)
     free(c);
 }
 
+uint64_t lmc_l1_eviction_controller_evicted(lmc_l1_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
+}
+
 uint64_t lmc_l1_eviction_controller_next_event_ns(const lmc_l1_eviction_controller *c)
 {
     return c->loop.manual ? c->loop.next_ns : UINT64_MAX;
@@ -789,6 +794,11 @@ void lmc_l2_eviction_controller_destroy(lmc_l2_eviction_controller *c)
         l2_state_free(c->states[i]);
     free(c->states);
     free(c);
+}
+
+uint64_t lmc_l2_eviction_controller_evicted(lmc_l2_eviction_controller *c)
+{
+    return atomic_load(&c->evicted_total);
 }
 
 uint64_t lmc_l2_eviction_controller_next_event_ns(const lmc_l2_eviction_controller *c)

@@ -77,6 +77,8 @@ size_t lmc_l1_eviction_controller_run_once(lmc_l1_eviction_controller *c);
  *  evicted_keys_total}
  */
 lmc_json *lmc_l1_eviction_controller_report_status(lmc_l1_eviction_controller *c);
+/* Keys evicted since create (evicted_keys_total). Any thread. */
+uint64_t lmc_l1_eviction_controller_evicted(lmc_l1_eviction_controller *c);
 
 /*
  * One state per adapter whose config has "eviction": its own policy, fed by
@@ -113,5 +115,7 @@ size_t lmc_l2_eviction_controller_run_once(lmc_l2_eviction_controller *c);
  *  evicted_keys_total}]} -- one entry per adapter with eviction on.
  */
 lmc_json *lmc_l2_eviction_controller_report_status(lmc_l2_eviction_controller *c);
+/* Keys evicted from every adapter since create (evicted_keys_total). Any thread. */
+uint64_t lmc_l2_eviction_controller_evicted(lmc_l2_eviction_controller *c);
 
 #endif

@@ -629,6 +629,25 @@ uint64_t lmc_l1_read_lock_count(lmc_l1_manager *l1, const lmc_object_key *key)
     return c;
 }
 
+void lmc_l1_key_states(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                       lmc_l1_key_state *out)
+{
+    pthread_mutex_lock(&l1->mu);
+    uint64_t now = now_ms(l1);
+    for (size_t i = 0; i < n; i++) {
+        const l1_object *o = lookup(l1, &keys[i]);
+        if (o == NULL)
+            out[i] = LMC_L1_STATE_ABSENT;
+        else if (!is_readable(o, now))
+            out[i] = LMC_L1_STATE_WRITING;
+        else if (lmc_ttl_lock_is_locked(&o->read_lock, now))
+            out[i] = LMC_L1_STATE_READ_LOCKED;
+        else
+            out[i] = LMC_L1_STATE_READY;
+    }
+    pthread_mutex_unlock(&l1->mu);
+}
+
 bool lmc_l1_contains(lmc_l1_manager *l1, const lmc_object_key *key)
 {
     pthread_mutex_lock(&l1->mu);

@@ -134,6 +134,9 @@ bool lmc_l1_is_evictable_locked(lmc_l1_manager *l1, const lmc_object_key *key);
 
 /* Read-lock count as seen now (0 when absent or expired); for tests and status. */
 uint64_t lmc_l1_read_lock_count(lmc_l1_manager *l1, const lmc_object_key *key);
+/* Each key's state now (one mutex hold for the batch), for diagnostics. */
+void lmc_l1_key_states(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                       lmc_l1_key_state *out);
 /* True when the key exists (in any state). */
 bool lmc_l1_contains(lmc_l1_manager *l1, const lmc_object_key *key);
 

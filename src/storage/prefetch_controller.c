@@ -111,6 +111,8 @@ struct lmc_prefetch_controller {
     bool thread_started;
     atomic_bool stop;
     atomic_bool thread_alive;
+    /* Keys (and their bytes) that a load from some adapter filled. */
+    atomic_uint_fast64_t loaded_keys_total, loaded_bytes_total;
 
     pthread_mutex_t mu;
     /* --- guarded by mu --- */
@@ -458,10 +460,16 @@ static void collect(lmc_prefetch_controller *c, pf_request *r)
             lmc_bitmap_or_into(&s->found, &b);
         } else {
             size_t cnt = lmc_bitmap_indices(&s->plan, r->ibuf, r->n);
+            uint64_t keys = 0, bytes = 0;
             for (size_t j = 0; j < cnt && j < b.size; j++) {
-                if (lmc_bitmap_test(&b, j))
+                if (lmc_bitmap_test(&b, j)) {
                     lmc_bitmap_set(&r->loaded, r->ibuf[j]);
+                    keys++;
+                    bytes += r->objs[r->ibuf[j]].size;
+                }
             }
+            atomic_fetch_add(&c->loaded_keys_total, keys);
+            atomic_fetch_add(&c->loaded_bytes_total, bytes);
         }
         lmc_bitmap_free(&b);
     }
@@ -765,6 +773,8 @@ lmc_status lmc_prefetch_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter 
     c->submit_fd = -1;
     atomic_init(&c->stop, false);
     atomic_init(&c->thread_alive, false);
+    atomic_init(&c->loaded_keys_total, 0);
+    atomic_init(&c->loaded_bytes_total, 0);
     pthread_mutex_init(&c->mu, NULL);
 
     c->n_buckets = 64;
@@ -1055,6 +1065,12 @@ size_t lmc_prefetch_controller_busy(lmc_prefetch_controller *c)
 void lmc_prefetch_controller_set_shutdown_wait_ms(lmc_prefetch_controller *c, uint32_t ms)
 {
     c->shutdown_wait_ms = ms;
+}
+
+void lmc_prefetch_controller_loaded(lmc_prefetch_controller *c, uint64_t *keys, uint64_t *bytes)
+{
+    *keys = atomic_load(&c->loaded_keys_total);
+    *bytes = atomic_load(&c->loaded_bytes_total);
 }
 
 bool lmc_prefetch_controller_step(lmc_prefetch_controller *c)

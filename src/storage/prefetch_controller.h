@@ -110,6 +110,9 @@ lmc_status lmc_prefetch_controller_take_result(lmc_prefetch_controller *c, int64
  */
 lmc_json *lmc_prefetch_controller_report_status(lmc_prefetch_controller *c);
 
+/* Keys and bytes L2 loads have filled into L1 since create. Any thread. */
+void lmc_prefetch_controller_loaded(lmc_prefetch_controller *c, uint64_t *keys, uint64_t *bytes);
+
 /* Requests submitted but not yet completed (for tests and drains). */
 size_t lmc_prefetch_controller_busy(lmc_prefetch_controller *c);
 

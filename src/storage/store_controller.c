@@ -86,6 +86,7 @@ struct lmc_store_controller {
     task_list *tasks; /* one per adapter; controller thread only */
 
     atomic_uint_fast64_t stored_keys_total;
+    atomic_uint_fast64_t stored_bytes_total; /* what the adapters report writing */
     atomic_uint_fast64_t failed_tasks_total;
 };
 
@@ -230,6 +231,7 @@ static void finalize_task(lmc_store_controller *c, size_t ai, store_task *t)
     release_read_locks(c, t->keys, t->n);
     if (lmc_l2_store_ok(t->result)) {
         atomic_fetch_add(&c->stored_keys_total, t->n);
+        atomic_fetch_add(&c->stored_bytes_total, (uint64_t)t->result);
         LMC_DEBUG(LOG_COMP, "L2 store task %llu on adapter %zu (%s): %zu keys, %lld bytes written",
                   (unsigned long long)t->id, ai, lmc_l2_adapter_type(c->adapters[ai]), t->n,
                   (long long)t->result);
@@ -563,6 +565,7 @@ lmc_status lmc_store_controller_create_ex(lmc_l1_manager *l1, lmc_l2_adapter *co
     atomic_init(&c->thread_alive, false);
     atomic_init(&c->stop, false);
     atomic_init(&c->stored_keys_total, 0);
+    atomic_init(&c->stored_bytes_total, 0);
     atomic_init(&c->failed_tasks_total, 0);
     if (n_adapters > 0) {
         c->adapters = malloc(n_adapters * sizeof(*c->adapters));
@@ -715,6 +718,15 @@ size_t lmc_store_controller_busy(lmc_store_controller *c)
     size_t n = c->queue.len + c->being_processed + c->in_flight;
     pthread_mutex_unlock(&c->mu);
     return n;
+}
+
+lmc_store_counters lmc_store_controller_counters(lmc_store_controller *c)
+{
+    return (lmc_store_counters){
+        .stored_keys = atomic_load(&c->stored_keys_total),
+        .stored_bytes = atomic_load(&c->stored_bytes_total),
+        .failed_tasks = atomic_load(&c->failed_tasks_total),
+    };
 }
 
 bool lmc_store_controller_step(lmc_store_controller *c)

@@ -85,6 +85,16 @@ void lmc_store_controller_destroy(lmc_store_controller *c);
  *  stored_keys_total, failed_tasks_total} */
 lmc_json *lmc_store_controller_report_status(lmc_store_controller *c);
 
+/*
+ * Totals since create, summed over adapters: keys of store tasks that
+ * succeeded (keys an adapter already held count too), the bytes the
+ * adapters report writing, and failed tasks. Any thread.
+ */
+typedef struct lmc_store_counters {
+    uint64_t stored_keys, stored_bytes, failed_tasks;
+} lmc_store_counters;
+lmc_store_counters lmc_store_controller_counters(lmc_store_controller *c);
+
 /* Keys queued plus tasks in flight (0 when idle; for tests and drains). */
 size_t lmc_store_controller_busy(lmc_store_controller *c);
 

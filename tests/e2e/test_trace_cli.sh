@@ -13,7 +13,9 @@ expect() { # description condition-rc
     if [ "$2" = 0 ]; then ok; else bad "$1"; fi
 }
 
-for k in store cycle schema1 unknown badmagic empty; do
+HERE=$(cd "$(dirname "$0")" && pwd)
+CLI_DOC="$HERE/../../docs/cli.md"
+for k in store cycle schema1 unknown long config badmagic empty; do
     "$TOOLS/make_trace" "$k" "$T/$k.lct" || { echo "cannot make fixture $k"; exit 1; }
 done
 SM="--l1-size-gb 0.01 --eviction-policy LRU"
@@ -68,7 +70,7 @@ expect "-q hides the table and --no-csv skips the CSV" $?
 "$LMCACHE" trace replay "$T/store.lct" $SM -q --output-dir "$T/r3" --jsonl-out "$T/r3/x/rec.jsonl" \
     --format json --output "$T/r3/result.json" 2>/dev/null; rc=$?
 [ $rc = 0 ] && [ "$(wc -l < "$T/r3/x/rec.jsonl")" = 2 ] &&
-    grep -q '"failed": false' "$T/r3/x/rec.jsonl" && grep -q '"title": "Trace Replay Result"' "$T/r3/result.json"
+    grep -q '"failed": false' "$T/r3/x/rec.jsonl" && grep -q '"schema": "lmcache.trace_replay_result"' "$T/r3/result.json"
 expect "--jsonl-out writes one line per record; --output saves the JSON result" $?
 
 out=$("$LMCACHE" trace replay "$T/store.lct" $SM --verbose --no-csv --output-dir "$T/r4" 2>/dev/null); rc=$?
@@ -125,6 +127,106 @@ err=$("$LMCACHE" trace replay "$T/store.lct" $SM --eviction-ratio 1.5 2>&1 >/dev
 expect "a bad storage-manager flag exits 2 naming it" $?
 err=$("$LMCACHE" trace replay "$T/badmagic.lct" $SM 2>&1 >/dev/null); rc=$?
 [ $rc = 1 ] && echo "$err" | grep -q "bad magic"; expect "replay of a bad file exits 1" $?
+
+# --- outcomes, the result schema, digests ---------------------------------------
+grep -q "^Outcome digest: [0-9a-f]\{64\}$" "$T/r1/out.txt" && grep -q "^Chunk hit rate:  *100.0% (4 of 4 keys)$" "$T/r1/out.txt" &&
+    grep -q "^Recorded hits still hit:  *100.0%$" "$T/r1/out.txt"
+expect "the table has the outcome digest, the hit rate and the agreement with the recording" $?
+head -1 "$T/r1/trace_replay_outcomes.csv" | grep -q $'^scope,figure,value\r$' &&
+    grep -q $'^read_enter,context_ok,1\r$' "$T/r1/trace_replay_outcomes.csv" &&
+    grep -q $'^figures,chunk_hit_rate,1.000000\r$' "$T/r1/trace_replay_outcomes.csv"
+expect "trace_replay_outcomes.csv holds the counters and figures" $?
+mkdir -p "$T/s1"
+"$LMCACHE" trace replay "$T/cycle.lct" $SM --json --output-dir "$T/s1" --format json --jsonl-out "$T/s1/r.jsonl" \
+    > "$T/s1/stdout.json" 2>/dev/null
+expect "replay --format json exits 0" $?
+cmp -s "$T/s1/stdout.json" "$T/s1/trace_replay_summary.json"
+expect "--format json and trace_replay_summary.json are one text" $?
+[ "$(grep -c '"outcome": {"op": ' "$T/s1/r.jsonl")" = 6 ] &&
+    grep -q '"index": 4, "t_mono": 0.11, .*"n_keys": 4, .*"outcome": {"op": "read_enter", "found": 4,' "$T/s1/r.jsonl"
+expect "JSONL records carry index, t_mono, key count and outcome" $?
+d1=$(sed -n 's/.*"outcome_digest": "\([0-9a-f]*\)".*/\1/p' "$T/s1/stdout.json")
+d2=$("$LMCACHE" trace replay "$T/cycle.lct" $SM -q --no-csv --output-dir "$T/s1" --format json --output "$T/s1/again.json" 2>/dev/null;
+     sed -n 's/.*"outcome_digest": "\([0-9a-f]*\)".*/\1/p' "$T/s1/again.json")
+[ -n "$d1" ] && [ "$d1" = "$d2" ]; expect "two replays of one trace give one outcome digest ($d1)" $?
+
+# Every outcome counter and figure of the result is documented.
+missing=""
+for name in $(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+o = r["outcomes"]
+names = set(o["figures"]) | set(o["l1"]) | set(o["l2"])
+for op in o["ops"].values():
+    names |= set(op)
+print(" ".join(sorted(names)))' "$T/s1/stdout.json"); do
+    grep -q "\`$name\`" "$CLI_DOC" || missing="$missing $name"
+done
+[ -z "$missing" ]; expect "docs/cli.md documents every outcome figure (missing:$missing)" $?
+
+# --repeat: medians and spreads, and every run's digest.
+out=$("$LMCACHE" trace replay "$T/cycle.lct" $SM --repeat 3 --no-csv --output-dir "$T/s1" --json 2>/dev/null); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "Repeat: median \[min, max\] of 3 runs" &&
+    echo "$out" | grep -q "^Run 3 outcome digest: " && echo "$out" | grep -q "^Outcome digests:  *all equal$" &&
+    python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["repeat"]
+assert r["runs"] == 3 and len(r["outcome_digests"]) == 3 and r["digests_equal"]
+f = r["figures"]["outcomes"]["figures"]["chunk_hit_rate"]
+assert f["median"] == f["min"] == f["max"] == 1.0' "$T/s1/trace_replay_summary.json"
+expect "--repeat 3 reports medians, spreads and each run's digest" $?
+err=$("$LMCACHE" trace replay "$T/cycle.lct" $SM --repeat 0 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "--repeat"; expect "--repeat 0 exits 2" $?
+
+# --- trusting the result ---------------------------------------------------------
+FS="{\"type\": \"fs\", \"base_path\": \"$T/l2\"}"
+"$LMCACHE" trace replay "$T/cycle.lct" $SM --l2-adapter "$FS" -q --no-csv --output-dir "$T/s2" 2>/dev/null
+expect "a replay with an fs L2 adapter exits 0" $?
+echo keep > "$T/l2/notes.txt"
+"$LMCACHE" trace replay "$T/cycle.lct" $SM --l2-adapter "$FS" -q --no-csv --output-dir "$T/s2" 2> "$T/s2.err"; rc=$?
+[ $rc = 0 ] && grep -q "base_path '$T/l2' already holds 4 object(s)" "$T/s2.err" && grep -q -- "--clear-l2" "$T/s2.err"
+expect "a reused fs base_path gets a warning before the replay" $?
+"$LMCACHE" trace replay "$T/cycle.lct" $SM --l2-adapter "$FS" --clear-l2 -q --no-csv --output-dir "$T/s2" 2> "$T/s3.err"; rc=$?
+[ $rc = 0 ] && grep -q "removed 4 object(s)" "$T/s3.err" && ! grep -q "already holds" "$T/s3.err" &&
+    [ "$(cat "$T/l2/notes.txt")" = keep ]
+expect "--clear-l2 removes the adapter's objects and nothing else" $?
+err=$("$LMCACHE" trace replay "$T/cycle.lct" $SM --l2-adapter "$FS" --repeat 2 2>&1 >/dev/null); rc=$?
+[ $rc = 2 ] && echo "$err" | grep -q -- "needs --clear-l2"; expect "--repeat with an fs L2 needs --clear-l2" $?
+
+out=$("$LMCACHE" trace replay "$T/config.lct" $SM --no-csv --output-dir "$T/s2" 2>/dev/null); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q "^Config digest:  *MISMATCH (rec=00112233, run=" &&
+    echo "$out" | grep -q "^Config differs:  *l1_size_gb$" && echo "$out" | grep -q "^Config differs:  *l1_manager_config$"
+expect "a config mismatch names the fields that differ" $?
+out=$("$LMCACHE" trace info --config "$T/config.lct"); rc=$?
+[ $rc = 0 ] && echo "$out" | grep -q '^        "base_path": "/recorded"$'
+expect "trace info --config prints the recorded config" $?
+err=$("$LMCACHE" trace info --config "$T/store.lct" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "has no recorded StorageManager config"
+expect "trace info --config of a trace without one exits 1" $?
+
+# --- usability ---------------------------------------------------------------------
+touch "$T/afile"
+err=$("$LMCACHE" trace replay "$T/store.lct" $SM --output-dir "$T/afile/out" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "cannot create --output-dir '$T/afile/out'" && ! echo "$err" | grep -q "StorageManager ready"
+expect "an unwritable --output-dir fails before any record is replayed" $?
+err=$("$LMCACHE" trace replay "$T/store.lct" $SM --no-csv --output "$T/none/result.txt" 2>&1 >/dev/null); rc=$?
+[ $rc = 1 ] && echo "$err" | grep -q "cannot write --output '$T/none/result.txt'" && ! echo "$err" | grep -q "trace replay: file="
+expect "an --output that cannot be written fails before the replay" $?
+err=$("$LMCACHE" trace replay "$T/store.lct" $SM -q --no-csv --output-dir "$T/s4" 2>&1 >/dev/null)
+! echo "$err" | grep -q "REPLAY ENVIRONMENT MISMATCH" && ! echo "$err" | grep -q "\[1/2\]"
+expect "-q hides the banner; without a terminal there are no per-record log lines" $?
+
+mkdir -p "$T/int"
+"$LMCACHE" trace replay "$T/long.lct" $SM --json --output-dir "$T/int" > "$T/int/out.txt" 2> "$T/int/err.txt" &
+pid=$!
+sleep 2
+kill -INT "$pid"
+wait "$pid"; rc=$?
+[ $rc = 130 ] && grep -q "interrupted: replayed [0-9]* of 2400 records" "$T/int/err.txt" &&
+    grep -q '"status": "interrupted"' "$T/int/trace_replay_summary.json" &&
+    grep -q "^note: interrupted (Ctrl-C) after [0-9]* records" "$T/int/out.txt" &&
+    [ -f "$T/int/trace_replay_ops.csv" ]
+expect "Ctrl-C writes the partial results, says so and exits 130 (rc $rc)" $?
 
 # --- record -----------------------------------------------------------------
 out=$("$LMCACHE" trace record 2>&1); rc=$?

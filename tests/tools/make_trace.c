@@ -7,6 +7,8 @@
  *   cycle      store, submit_prefetch_task, read enter/exit, finish_read
  *   schema1    the store trace with trace_schema_version 1 in the header
  *   unknown    the store trace plus a record of an unknown qualname
+ *   long       the store trace every 50 ms for 60 s (2400 records), for Ctrl-C
+ *   config     the store trace with a recorded config (l1_size_gb 0.01) and its digest
  *   badmagic   a header whose magic is WRNG
  *   empty      an empty file
  */
@@ -30,6 +32,9 @@ static void die(const char *what)
     exit(1);
 }
 
+static char *g_config_json = "";
+static char *g_config_digest = "";
+
 static void header(int64_t schema, const char *magic)
 {
     lmc_trace_header h;
@@ -41,8 +46,8 @@ static void header(int64_t schema, const char *magic)
     h.trace_schema_version = schema;
     h.t_mono_start = 1000.0;
     h.t_wall_start = 1767225600.0;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
+    h.sm_config_json = g_config_json;
+    h.sm_config_digest = g_config_digest;
     if (lmc_trace_encode_header(&buf, &h, NULL) != LMC_OK)
         die("cannot encode the header");
 }
@@ -74,7 +79,8 @@ static void store(double t)
 int main(int argc, char **argv)
 {
     if (argc != 3) {
-        fprintf(stderr, "usage: make_trace store|cycle|schema1|unknown|badmagic|empty OUT\n");
+        fprintf(stderr,
+                "usage: make_trace store|cycle|schema1|unknown|long|config|badmagic|empty OUT\n");
         return 2;
     }
     const char *kind = argv[1];
@@ -100,6 +106,17 @@ int main(int argc, char **argv)
         store(0.0);
         if (strcmp(kind, "unknown") == 0)
             record(0.06, "lmcache.v1.some.future.Op.call", NULL, 0);
+    } else if (strcmp(kind, "long") == 0) {
+        header(2, "LMCT");
+        for (int i = 0; i < 1200; i++)
+            store(0.05 * i);
+    } else if (strcmp(kind, "config") == 0) {
+        /* Not a real config's text: what trace info --config and the diff do with one. */
+        g_config_json = "{\"l1_size_gb\": 0.01, \"l2_adapter_config\": {\"adapters\": [{\"type\": "
+                        "\"fs\", \"base_path\": \"/recorded\"}]}}";
+        g_config_digest = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+        header(2, "LMCT");
+        store(0.0);
     } else if (strcmp(kind, "cycle") == 0) {
         header(2, "LMCT");
         store(0.0);

@@ -94,6 +94,32 @@ static void test_sha256_raw_matches_hex(void **state)
     assert_memory_equal(raw, expected, LMC_SHA256_LEN);
 }
 
+static void test_sha256_stream_in_pieces_equals_the_one_shot_digest(void **state)
+{
+    (void)state;
+    const char *msg = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    lmc_sha256_stream *s = lmc_sha256_stream_create();
+    assert_non_null(s);
+    for (const char *p = msg; *p; p += 7) /* pieces that straddle nothing in particular */
+        lmc_sha256_stream_update(s, p, strnlen(p, 7));
+    lmc_sha256_stream_update(s, NULL, 0);
+    char hex[LMC_SHA256_HEX_LEN + 1];
+    lmc_sha256_stream_final_hex(s, hex);
+    lmc_sha256_stream_destroy(s);
+    assert_string_equal(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+static void test_sha256_stream_of_nothing_is_the_empty_digest(void **state)
+{
+    (void)state;
+    lmc_sha256_stream *s = lmc_sha256_stream_create();
+    char hex[LMC_SHA256_HEX_LEN + 1];
+    lmc_sha256_stream_final_hex(s, hex);
+    lmc_sha256_stream_destroy(s);
+    lmc_sha256_stream_destroy(NULL);
+    assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
 static void test_hex_encode_uses_lowercase_two_digits_per_byte(void **state)
 {
     (void)state;
@@ -154,6 +180,8 @@ int main(void)
         cmocka_unit_test(test_sha256_hashes_embedded_nul_bytes),
         cmocka_unit_test(test_sha256_hex_of_trace_spec_config_example),
         cmocka_unit_test(test_sha256_raw_matches_hex),
+        cmocka_unit_test(test_sha256_stream_in_pieces_equals_the_one_shot_digest),
+        cmocka_unit_test(test_sha256_stream_of_nothing_is_the_empty_digest),
         cmocka_unit_test(test_hex_encode_uses_lowercase_two_digits_per_byte),
         cmocka_unit_test(test_hex_encode_of_nothing_is_empty_string),
         cmocka_unit_test(

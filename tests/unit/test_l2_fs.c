@@ -763,11 +763,105 @@ static void test_fs_worker_thread_is_named_and_reported(void **state)
     lmc_l2_adapter_destroy(a);
 }
 
+/* ------------------------------------------------------------------ */
+/* What a base_path holds                                               */
+/* ------------------------------------------------------------------ */
+
+static void write_bytes(const char *path, size_t n)
+{
+    FILE *fp = fopen(path, "w");
+    assert_non_null(fp);
+    for (size_t i = 0; i < n; i++)
+        fputc('x', fp);
+    fclose(fp);
+}
+
+static void test_fs_scan_counts_and_clears_only_files_the_adapter_writes(void **state)
+{
+    fixture *f = *state;
+    char path[1024], name[512];
+    lmc_object_key k1 = l2_key("m/x", 1, 0, 0, NULL), k2 = l2_key("m/x", 2, 0, 0, "salt");
+    path_of(f, &k1, path, sizeof(path));
+    write_bytes(path, 100);
+    path_of(f, &k2, path, sizeof(path));
+    write_bytes(path, 50);
+    /* A temporary file beside the data, left by a killed store. */
+    lmc_l2_fs_key_name(&k2, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%.*s.tmp", f->dir, (int)(strlen(name) - 5), name);
+    write_bytes(path, 7);
+    /* Not ours: another file, a non-canonical name, a directory named like a key, a symlink. */
+    snprintf(path, sizeof(path), "%s/notes.txt", f->dir);
+    write_bytes(path, 3);
+    snprintf(path, sizeof(path), "%s/x.data", f->dir);
+    write_bytes(path, 3);
+    lmc_object_key k3 = l2_key("m", 3, 0, 0, NULL);
+    lmc_l2_fs_key_name(&k3, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/%s", f->dir, name);
+    assert_int_equal(mkdir(path, 0755), 0);
+    lmc_object_key k4 = l2_key("m", 4, 0, 0, NULL);
+    lmc_l2_fs_key_name(&k4, name, sizeof(name));
+    char link[1024];
+    snprintf(link, sizeof(link), "%s/%s", f->dir, name);
+    snprintf(path, sizeof(path), "%s/notes.txt", f->dir);
+    assert_int_equal(symlink(path, link), 0);
+
+    char json[256];
+    snprintf(json, sizeof(json), "{\"type\": \"fs\", \"base_path\": \"%s\"}", f->dir);
+    lmc_json *cfg = l2_json(json);
+    lmc_l2_fs_objects o;
+    assert_int_equal(lmc_l2_fs_scan(cfg, false, &o, NULL), LMC_OK);
+    assert_int_equal(o.files, 3);
+    assert_int_equal(o.bytes, 157);
+    assert_int_equal(o.removed, 0);
+    assert_int_equal(count_entries(f->dir), 7);
+    assert_int_equal(lmc_l2_fs_scan(cfg, true, &o, NULL), LMC_OK);
+    assert_int_equal(o.removed, 3);
+    assert_int_equal(count_entries(f->dir), 4); /* notes.txt, x.data, the directory, the link */
+    assert_int_equal(lmc_l2_fs_scan(cfg, false, &o, NULL), LMC_OK);
+    assert_int_equal(o.files, 0);
+    lmc_json_free(cfg);
+
+    /* Another type, or a base_path that does not exist yet, holds nothing. */
+    cfg = l2_json("{\"type\": \"mock\", \"max_size_gb\": 1}");
+    assert_int_equal(lmc_l2_fs_scan(cfg, true, &o, NULL), LMC_OK);
+    assert_int_equal(o.files, 0);
+    lmc_json_free(cfg);
+    snprintf(json, sizeof(json), "{\"type\": \"fs\", \"base_path\": \"%s/none\"}", f->dir);
+    cfg = l2_json(json);
+    assert_int_equal(lmc_l2_fs_scan(cfg, false, &o, NULL), LMC_OK);
+    assert_int_equal(o.files, 0);
+    lmc_json_free(cfg);
+}
+
+static void test_fs_scan_covers_the_relative_tmp_dir(void **state)
+{
+    fixture *f = *state;
+    char path[1024], name[512];
+    snprintf(path, sizeof(path), "%s/tmp", f->dir);
+    assert_int_equal(mkdir(path, 0755), 0);
+    lmc_object_key k = l2_key("m", 9, 0, 0, NULL);
+    lmc_l2_fs_key_name(&k, name, sizeof(name));
+    snprintf(path, sizeof(path), "%s/tmp/%s", f->dir, name);
+    write_bytes(path, 10);
+    char json[256];
+    snprintf(json, sizeof(json),
+             "{\"type\": \"fs\", \"base_path\": \"%s\", \"relative_tmp_dir\": \"tmp\"}", f->dir);
+    lmc_json *cfg = l2_json(json);
+    lmc_l2_fs_objects o;
+    assert_int_equal(lmc_l2_fs_scan(cfg, true, &o, NULL), LMC_OK);
+    assert_int_equal(o.files, 1);
+    assert_int_equal(o.removed, 1);
+    lmc_json_free(cfg);
+}
+
 int main(void)
 {
     lmc_log_set_level(LMC_LOG_ERROR);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fs_key_name_follows_the_spec),
+        cmocka_unit_test_setup_teardown(
+            test_fs_scan_counts_and_clears_only_files_the_adapter_writes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fs_scan_covers_the_relative_tmp_dir, setup, teardown),
         cmocka_unit_test(test_fs_parse_name_reverses_key_name),
         cmocka_unit_test_setup_teardown(test_fs_store_writes_raw_bytes_under_the_key_name, setup,
                                         teardown),

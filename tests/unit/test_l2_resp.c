@@ -104,18 +104,6 @@ static void status_error(lmc_l2_adapter *a, char *buf, size_t len)
     lmc_json_free(st);
 }
 
-/* Poll is_healthy until it equals want, up to ms. */
-static bool wait_healthy(lmc_l2_adapter *a, bool want, uint64_t ms)
-{
-    uint64_t deadline = lmc_mono_ms() + ms;
-    while (lmc_l2_adapter_is_healthy(a) != want) {
-        if (lmc_mono_ms() > deadline)
-            return false;
-        lmc_sleep_ns(10 * 1000 * 1000);
-    }
-    return true;
-}
-
 /* ------------------------------------------------------------------ */
 /* Config                                                               */
 /* ------------------------------------------------------------------ */
@@ -161,18 +149,8 @@ static void test_resp_config_errors_name_the_field(void **state)
          "--l2-adapter: field 'unix_socket' of type 'resp' cannot be combined with 'host' or "
          "'port'"},
     };
-    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        lmc_json *cfg = l2_json(cases[i].json);
-        assert_non_null(cfg);
-        lmc_error err;
-        lmc_error_clear(&err);
-        assert_int_equal(lmc_l2_check_config(cfg, &err), LMC_ERR_INVALID);
-        assert_string_equal(err.msg, cases[i].msg);
-        lmc_l2_adapter *a = NULL;
-        assert_int_equal(lmc_l2_adapter_create(cfg, &a, &err), LMC_ERR_INVALID);
-        assert_null(a);
-        lmc_json_free(cfg);
-    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        l2_assert_config_invalid(cases[i].json, cases[i].msg);
     lmc_json *ok =
         l2_json("{\"type\": \"resp\", \"host\": \"localhost\", \"port\": 7000, \"db\": 3, "
                 "\"key_prefix\": \"\", \"max_capacity_gb\": 0.5, \"connections\": 64, "
@@ -372,7 +350,7 @@ static void test_resp_redis_restart_fails_tasks_then_reconnects(void **state)
     l2_load_sync(a, &k, &dst, 1, bits);
     assert_string_equal(bits, "0");
     assert_true(lmc_mono_ms() - t0 < 3000); /* failures do not wait out long timeouts */
-    assert_true(wait_healthy(a, false, 3000));
+    assert_true(l2_wait_healthy(a, false, 3000));
     assert_false(status_bool(a, "connected"));
     char err[256];
     status_error(a, err, sizeof(err));
@@ -382,7 +360,7 @@ static void test_resp_redis_restart_fails_tasks_then_reconnects(void **state)
 
     char msg[256];
     assert_true(redis_test_start(redis_test_port(), msg, sizeof(msg)));
-    assert_true(wait_healthy(a, true, 10000)); /* backoff stays <= 5 s */
+    assert_true(l2_wait_healthy(a, true, 10000)); /* backoff stays <= 5 s */
     assert_true(status_bool(a, "connected"));
     assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b)); /* the restarted server is empty */
     l2_load_sync(a, &k, &dst, 1, bits);
@@ -408,9 +386,9 @@ static void test_resp_stalled_redis_times_out_tasks(void **state)
     l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "0");
     assert_true(lmc_mono_ms() - t0 < 2000);
-    assert_true(wait_healthy(a, false, 3000));
+    assert_true(l2_wait_healthy(a, false, 3000));
     redis_test_pause(false);
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     l2_lookup_sync(a, &k, 1, bits);
     assert_string_equal(bits, "1");
     lmc_l2_adapter_submit_unlock(a, &k, 1);
@@ -445,7 +423,7 @@ static void test_resp_redis_down_at_start_fails_fast(void **state)
     /* Once Redis appears, the adapter finds it by itself. */
     char msg[256];
     assert_true(redis_test_start(redis_test_port(), msg, sizeof(msg)));
-    assert_true(wait_healthy(a, true, 10000));
+    assert_true(l2_wait_healthy(a, true, 10000));
     assert_int_equal(l2_store_sync(a, &k, &obj, 1), sizeof(b));
     lmc_l2_adapter_destroy(a);
 }
@@ -470,20 +448,13 @@ static void test_resp_auth_failure_is_reported_without_the_secret(void **state)
 /* Two StorageManagers, one Redis                                       */
 /* ------------------------------------------------------------------ */
 
-static lmc_storage_manager *sm_on_redis(char *json)
-{
-    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
-                    "LRU", "--l2-adapter", json,   NULL};
-    return sm_test_create_argv(7, argv);
-}
-
 static void test_resp_two_storage_managers_share_one_redis(void **state)
 {
     (void)state;
     char json[128];
     snprintf(json, sizeof(json), "{\"type\":\"resp\",\"port\":%d}", redis_test_port());
-    lmc_storage_manager *writer = sm_on_redis(json);
-    lmc_storage_manager *reader = sm_on_redis(json);
+    lmc_storage_manager *writer = sm_test_create_l2(json);
+    lmc_storage_manager *reader = sm_test_create_l2(json);
     enum { N = 8 };
     lmc_object_key k[N];
     sm_test_keys(k, N, 900);
@@ -491,25 +462,7 @@ static void test_resp_two_storage_managers_share_one_redis(void **state)
     assert_int_equal(sm_test_store(writer, k, N, &lay), N);
     assert_true(lmc_sm_wait_idle(writer, 5000));
 
-    lmc_prefetch_handle h;
-    assert_int_equal(
-        lmc_sm_submit_prefetch_task(reader, k, N, &lay, 0, "rd", LMC_TRIM_PREFIX, &h, NULL),
-        LMC_OK);
-    assert_true(h.prefetch_request_id >= 0);
-    lmc_bitmap bm;
-    sm_test_wait_prefetch(reader, &h, &bm);
-    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), N);
-    lmc_bitmap_free(&bm);
-    lmc_sm_read_ctx ctx;
-    lmc_sm_read_prefetched_enter(reader, k, N, &ctx);
-    assert_true(ctx.ok);
-    for (size_t i = 0; i < N; i++) {
-        for (uint64_t b = 0; b < ctx.objs[i].size; b += 331)
-            assert_int_equal(ctx.objs[i].data[b], sm_test_pattern(&k[i], b));
-    }
-    lmc_sm_read_prefetched_exit(reader, &ctx, false);
-    lmc_sm_finish_read_prefetched(reader, k, N, 0, NULL);
-    lmc_prefetch_handle_clear(&h);
+    sm_test_prefetch_and_check(reader, k, N, &lay); /* what the writer stored, read back */
     lmc_sm_destroy(reader);
     lmc_sm_destroy(writer);
 }

@@ -20,10 +20,12 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "helpers/sm_test_util.h"
+#include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
 #include "replay/dispatch.h"
 #include "replay/driver.h"
+#include "replay/output.h"
 #include "storage/config.h"
 #include "trace/capture.h"
 #include "trace/format.h"
@@ -341,6 +343,334 @@ static void test_dangling_contexts_are_closed_at_the_end(void **state)
 }
 
 /* ---------------------------------------------------------------------- */
+/* Outcomes of each handler                                                */
+/* ---------------------------------------------------------------------- */
+
+/* A record of q with keys and, when given, a layout, a write mode and an extra_count. */
+typedef struct built {
+    lmc_tv items[16];
+    lmc_trace_arg args[4];
+    lmc_trace_record rec;
+} built;
+
+static const lmc_trace_record *build(built *b, const char *q, const lmc_object_key *keys, size_t n,
+                                     const lmc_layout_desc *lay, const char *mode)
+{
+    for (size_t i = 0; i < n; i++)
+        b->items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    size_t na = 0;
+    b->args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {b->items, n}}};
+    if (lay)
+        b->args[na++] =
+            (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
+    if (mode)
+        b->args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+    b->rec =
+        (lmc_trace_record){.qualname = q, .qualname_len = strlen(q), .args = b->args, .nargs = na};
+    return &b->rec;
+}
+
+/* The current outcome's counter c (after the handler ran). */
+static uint32_t oc(const lmc_replay_ctx *ctx, lmc_outcome_counter c)
+{
+    return lmc_replay_ctx_outcome(ctx)->v[c];
+}
+
+static void test_reserve_write_outcome_names_every_reason(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[6];
+    sm_test_keys(k, 6, 100);
+    lmc_layout_desc lay = sm_test_layout(4096), big = sm_test_layout(8192);
+    sm_test_store(sm, &k[0], 2, &lay); /* k0, k1 ready */
+    lmc_l1_error e;
+    lmc_memory_obj obj;
+    lmc_sm_reserve_write(sm, &k[2], 1, &lay, LMC_WRITE_NEW, &e, &obj); /* k2 being written */
+    lmc_prefetch_handle h;
+    lmc_sm_submit_prefetch_task(sm, &k[1], 1, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    lmc_prefetch_handle_clear(&h); /* k1 read-locked */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+
+    /* new: present, present and read-locked, being written, absent. */
+    lmc_object_key new_keys[4] = {k[0], k[1], k[2], k[3]};
+    assert_int_equal(
+        lmc_replay_reserve_write(ctx, build(&b, P "reserve_write", new_keys, 4, &lay, "new"), NULL),
+        LMC_OK);
+    const lmc_replay_outcome *o = lmc_replay_ctx_outcome(ctx);
+    assert_int_equal(o->op, LMC_TRACE_OP_RESERVE_WRITE);
+    assert_int_equal(o->n_keys, 4);
+    assert_false(o->pending);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_already_present), 2);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_write_locked), 1);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_reserved), 1);
+    lmc_sm_finish_write(sm, &k[3], 1, NULL);
+
+    /* all: read-locked, another size, writable in place. */
+    lmc_object_key all_keys[2] = {k[1], k[0]};
+    assert_int_equal(
+        lmc_replay_reserve_write(ctx, build(&b, P "reserve_write", all_keys, 2, &big, "all"), NULL),
+        LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_read_locked), 1);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_not_writable), 1);
+    /* update: absent. */
+    assert_int_equal(
+        lmc_replay_reserve_write(ctx, build(&b, P "reserve_write", &k[4], 1, &lay, "update"), NULL),
+        LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_absent), 1);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_reserved), 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_finish_read_prefetched(sm, &k[1], 1, 0, NULL);
+    lmc_sm_destroy(sm);
+}
+
+static void test_reserve_write_outcome_counts_out_of_memory(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.001 --eviction-policy LRU");
+    uint64_t used, total;
+    lmc_sm_l1_usage(sm, &used, &total);
+    lmc_object_key k[16];
+    sm_test_keys(k, 16, 200);
+    lmc_layout_desc lay = sm_test_layout(total / 10);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+    assert_int_equal(
+        lmc_replay_reserve_write(ctx, build(&b, P "reserve_write", k, 16, &lay, "new"), NULL),
+        LMC_OK);
+    uint32_t reserved = oc(ctx, LMC_OC_RESERVE_WRITE_reserved);
+    assert_true(reserved > 0 && reserved < 16);
+    assert_int_equal(oc(ctx, LMC_OC_RESERVE_WRITE_out_of_memory), 16 - reserved);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+static void test_finish_write_outcome_tells_committed_from_not_reserved(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[3];
+    sm_test_keys(k, 3, 300);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, &k[0], 1, &lay); /* ready: not reserved */
+    lmc_l1_error e;
+    lmc_memory_obj obj;
+    lmc_sm_reserve_write(sm, &k[1], 1, &lay, LMC_WRITE_NEW, &e, &obj); /* reserved */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+    assert_int_equal(
+        lmc_replay_finish_write(ctx, build(&b, P "finish_write", k, 3, NULL, NULL), NULL), LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_WRITE_finished), 1);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_WRITE_not_reserved), 1);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_WRITE_not_in_l1), 1);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+typedef struct completions {
+    uint64_t index[8];
+    lmc_replay_outcome o[8];
+    size_t n;
+} completions;
+
+static void on_complete(void *ud, uint64_t index, const lmc_replay_outcome *o)
+{
+    completions *c = ud;
+    c->index[c->n] = index;
+    c->o[c->n++] = *o;
+}
+
+/* A StorageManager over a mock L2 of bandwidth_gb GB/s holding keys in L2 only (L1 cleared). */
+static lmc_storage_manager *sm_with_keys_in_l2(const char *bandwidth_gb, const lmc_object_key *k,
+                                               size_t n, const lmc_layout_desc *lay)
+{
+    char json[128];
+    snprintf(json, sizeof(json),
+             "{\"type\": \"mock\", \"max_size_gb\": 0.1, \"mock_bandwidth_gb\": %s}", bandwidth_gb);
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    assert_int_equal(sm_test_store(sm, k, n, lay), n);
+    assert_true(lmc_sm_wait_idle(sm, 20000));
+    assert_int_equal(lmc_sm_clear(sm, false), n);
+    return sm;
+}
+
+static void test_prefetch_outcome_without_l2_is_final_at_submit(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[4];
+    sm_test_keys(k, 4, 400);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, &k[0], 1, &lay);
+    sm_test_store(sm, &k[2], 1, &lay); /* hit, miss, hit (after the gap), miss */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    completions c = {0};
+    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
+    lmc_replay_ctx_begin(ctx, 5);
+    built b;
+    assert_int_equal(lmc_replay_submit_prefetch(
+                         ctx, build(&b, P "submit_prefetch_task", k, 4, &lay, NULL), NULL),
+                     LMC_OK);
+    const lmc_replay_outcome *o = lmc_replay_ctx_outcome(ctx);
+    assert_false(o->pending);
+    assert_int_equal(o->n_keys, 4);
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_l1_hits), 1); /* PREFIX keeps the leading run */
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_l2_sent), 0);
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_missed), 3);
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_found_prefix), 1);
+    assert_int_equal(c.n, 0); /* nothing was pending */
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_finish_read_prefetched(sm, &k[0], 1, 0, NULL);
+    lmc_sm_destroy(sm);
+}
+
+static void test_prefetch_outcome_with_l2_completes_when_the_result_is_collected(void **state)
+{
+    (void)state;
+    lmc_object_key k[4];
+    sm_test_keys(k, 4, 500);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("10", k, 3, &lay);
+    sm_test_store(sm, k, 1, &lay); /* k0 in L1 again; k1, k2 only in L2; k3 nowhere */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    completions c = {0};
+    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
+    lmc_replay_ctx_begin(ctx, 9);
+    built b;
+    assert_int_equal(lmc_replay_submit_prefetch(
+                         ctx, build(&b, P "submit_prefetch_task", k, 4, &lay, NULL), NULL),
+                     LMC_OK);
+    const lmc_replay_outcome *o = lmc_replay_ctx_outcome(ctx);
+    assert_true(o->pending);
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_l1_hits), 1);
+    assert_int_equal(oc(ctx, LMC_OC_SUBMIT_PREFETCH_l2_sent), 3);
+    assert_int_equal(lmc_replay_ctx_drain_prefetches(ctx, 5000), 0);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.index[0], 9);
+    assert_false(c.o[0].pending);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_l1_hits], 1);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_l2_hits], 2);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_missed], 1);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_found_prefix], 3);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_unfinished], 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_finish_read_prefetched(sm, k, 3, 0, NULL);
+    lmc_sm_destroy(sm);
+}
+
+static void test_abandoned_prefetch_outcome_is_unfinished(void **state)
+{
+    (void)state;
+    /* A slow mock (1 MB/s): the load cannot finish before the replay gives up on it. */
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 600);
+    lmc_layout_desc lay = sm_test_layout(256 * 1024);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("0.001", k, 2, &lay);
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    completions c = {0};
+    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
+    lmc_replay_ctx_begin(ctx, 3);
+    built b;
+    lmc_replay_submit_prefetch(ctx, build(&b, P "submit_prefetch_task", k, 2, &lay, NULL), NULL);
+    assert_int_equal(lmc_replay_ctx_abandon_prefetches(ctx), 1);
+    assert_int_equal(c.n, 1);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_unfinished], 1);
+    assert_int_equal(c.o[0].v[LMC_OC_SUBMIT_PREFETCH_missed], 2);
+    assert_int_equal(lmc_replay_ctx_abandon_prefetches(ctx), 0);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+static void test_a_read_before_its_l2_load_finished_counts_as_l2_pending(void **state)
+{
+    (void)state;
+    lmc_object_key k[3];
+    sm_test_keys(k, 3, 650);
+    lmc_layout_desc lay = sm_test_layout(256 * 1024);
+    lmc_storage_manager *sm = sm_with_keys_in_l2("0.001", k, 2, &lay); /* 1 MB/s */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+    lmc_replay_submit_prefetch(ctx, build(&b, P "submit_prefetch_task", k, 3, &lay, NULL), NULL);
+    assert_true(lmc_replay_ctx_outcome(ctx)->pending);
+    /* The recording's server waited for the load; this read comes at once. */
+    const char *enter_q = P "read_prefetched_results.__enter__";
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, k, 3, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_l2_pending), 3); /* all three went to L2 */
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_found), 0);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_in_l1), 0);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_context_ok), 0);
+    /* Once the prefetch is given up on, a miss of the same keys is an ordinary one. */
+    lmc_replay_ctx_abandon_prefetches(ctx);
+    const char *exit_q = P "read_prefetched_results.__exit__";
+    lmc_replay_read_exit(ctx, build(&b, exit_q, k, 3, NULL, NULL), NULL);
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, &k[2], 1, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_in_l1), 1);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_destroy(sm);
+}
+
+static void test_read_outcomes_name_why_keys_were_not_found(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[4];
+    sm_test_keys(k, 4, 700);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay); /* k0 read-locked below, k1 ready without a lock */
+    lmc_prefetch_handle h;
+    lmc_sm_submit_prefetch_task(sm, k, 1, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    lmc_prefetch_handle_clear(&h);
+    lmc_l1_error e;
+    lmc_memory_obj obj;
+    lmc_sm_reserve_write(sm, &k[2], 1, &lay, LMC_WRITE_NEW, &e, &obj); /* k2 being written */
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    built b;
+    const char *enter_q = P "read_prefetched_results.__enter__";
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, k, 4, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_found), 1);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_read_locked), 1);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_write_locked), 1);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_not_in_l1), 1);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_context_ok), 0);
+    /* Its exit matches, and gives back the one lock the failed read found. */
+    const char *exit_q = P "read_prefetched_results.__exit__";
+    assert_int_equal(lmc_replay_read_exit(ctx, build(&b, exit_q, k, 4, NULL, NULL), NULL), LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_EXIT_matched), 1);
+    assert_int_equal(oc(ctx, LMC_OC_READ_EXIT_released), 1);
+    /* Another exit has no enter left. */
+    lmc_log_set_level(LMC_LOG_ERROR);
+    assert_int_equal(lmc_replay_read_exit(ctx, build(&b, exit_q, k, 4, NULL, NULL), NULL), LMC_OK);
+    lmc_log_set_level(LMC_LOG_INFO);
+    assert_int_equal(oc(ctx, LMC_OC_READ_EXIT_matched), 0);
+    assert_int_equal(lmc_replay_ctx_outcome(ctx)->op, LMC_TRACE_OP_READ_EXIT);
+    /* A read of k0 alone succeeds. */
+    lmc_sm_submit_prefetch_task(sm, k, 1, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    lmc_prefetch_handle_clear(&h);
+    assert_int_equal(lmc_replay_read_enter(ctx, build(&b, enter_q, k, 1, NULL, NULL), NULL),
+                     LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_ENTER_context_ok), 1);
+    assert_int_equal(lmc_replay_read_exit(ctx, build(&b, exit_q, k, 1, NULL, NULL), NULL), LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_READ_EXIT_released), 0); /* finish_read releases them */
+    /* finish_read: k0 released (twice locked), k1 holds no lock, k3 absent. */
+    lmc_object_key fr[3] = {k[0], k[1], k[3]};
+    assert_int_equal(
+        lmc_replay_finish_read(ctx, build(&b, P "finish_read_prefetched", fr, 3, NULL, NULL), NULL),
+        LMC_OK);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_READ_released), 1);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_READ_not_read_locked), 1);
+    assert_int_equal(oc(ctx, LMC_OC_FINISH_READ_not_in_l1), 1);
+    lmc_replay_ctx_destroy(ctx);
+    lmc_sm_finish_write(sm, &k[2], 1, NULL);
+    lmc_sm_destroy(sm);
+}
+
+/* ---------------------------------------------------------------------- */
 /* Record, then replay                                                     */
 /* ---------------------------------------------------------------------- */
 
@@ -591,6 +921,228 @@ static void test_a_missing_trace_file_is_an_error_naming_it(void **state)
     lmc_sm_config_free(&cfg);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Outcomes of a whole replay                                              */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * A full cycle over two keys: store, prefetch, read, finish; flip, when
+ * >= 0, toggles one bit of that byte of the second key's chunk hash.
+ */
+static void write_cycle_trace(const char *path, int flip)
+{
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 77);
+    if (flip >= 0)
+        k[1].chunk_hash[flip] ^= 1;
+    lmc_layout_desc lay = sm_test_layout(4096);
+    writer w;
+    writer_begin(&w, 2);
+    writer_keys_record(&w, 0.000, P "reserve_write", k, 2, &lay, "new");
+    writer_keys_record(&w, 0.001, P "finish_write", k, 2, NULL, NULL);
+    writer_keys_record(&w, 0.002, P "submit_prefetch_task", k, 2, &lay, NULL);
+    writer_keys_record(&w, 0.003, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    writer_keys_record(&w, 0.004, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    writer_keys_record(&w, 0.005, P "finish_read_prefetched", k, 2, NULL, NULL);
+    writer_end(&w, path);
+}
+
+typedef struct views {
+    uint64_t index[32];
+    lmc_trace_op op[32];
+    size_t n;
+    const volatile sig_atomic_t *stop_flag;
+    size_t stop_after;
+    volatile sig_atomic_t *set_stop;
+} views;
+
+static void collect_views(const lmc_replay_record_view *rec, void *ud)
+{
+    views *v = ud;
+    if (v->n < 32) {
+        v->index[v->n] = rec->index;
+        v->op[v->n] = rec->outcome ? rec->outcome->op : LMC_TRACE_OP_NONE;
+    }
+    v->n++;
+    if (v->set_stop != NULL && v->n == v->stop_after)
+        *v->set_stop = 1;
+}
+
+static void replay_of(const char *path, const char *flags, lmc_replay_options *opt,
+                      lmc_replay_result *res)
+{
+    lmc_sm_config cfg = config_of(flags);
+    lmc_error err;
+    if (lmc_replay_run(&cfg, path, opt, res, &err) != LMC_OK)
+        fail_msg("replay: %s", err.msg);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_a_replay_totals_every_outcome_and_reports_records_in_order(void **state)
+{
+    fixture *f = *state;
+    write_cycle_trace(f->path, -1);
+    views v = {0};
+    lmc_replay_options opt = {.time_scale = 1.0, .on_record = collect_views, .ud = &v};
+    lmc_replay_result res;
+    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    assert_int_equal(res.reported, 6);
+    assert_int_equal(v.n, 6);
+    static const lmc_trace_op ops[6] = {LMC_TRACE_OP_RESERVE_WRITE,   LMC_TRACE_OP_FINISH_WRITE,
+                                        LMC_TRACE_OP_SUBMIT_PREFETCH, LMC_TRACE_OP_READ_ENTER,
+                                        LMC_TRACE_OP_READ_EXIT,       LMC_TRACE_OP_FINISH_READ};
+    for (size_t i = 0; i < 6; i++) {
+        assert_int_equal(v.index[i], i + 1);
+        assert_int_equal(v.op[i], ops[i]);
+    }
+    const lmc_replay_totals *t = &res.totals;
+    assert_int_equal(t->v[LMC_OC_RESERVE_WRITE_reserved], 2);
+    assert_int_equal(t->v[LMC_OC_FINISH_WRITE_finished], 2);
+    assert_int_equal(t->v[LMC_OC_SUBMIT_PREFETCH_l1_hits], 2);
+    assert_int_equal(t->v[LMC_OC_READ_ENTER_context_ok], 1);
+    assert_int_equal(t->v[LMC_OC_FINISH_READ_released], 2);
+    assert_int_equal(t->l1_peak_used_bytes, 2 * 4096);
+    assert_true(t->l1_capacity_bytes >= 10000000);
+    lmc_replay_figures fig = lmc_replay_figures_of(t);
+    assert_true(fig.chunk_hit_rate == 1.0 && fig.read_agreement == 1.0);
+    assert_int_equal(strlen(res.outcome_digest), 64);
+    assert_false(res.interrupted);
+    assert_true(res.last_t_mono - res.first_t_mono > 0.004);
+    lmc_replay_result_free(&res);
+}
+
+static void test_the_same_trace_gives_one_digest_and_one_changed_key_byte_another(void **state)
+{
+    fixture *f = *state;
+    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    char digest[3][65];
+    for (int run = 0; run < 3; run++) {
+        write_cycle_trace(f->path, run == 2 ? 5 : -1);
+        lmc_replay_options opt = {.time_scale = 1.0};
+        lmc_replay_result res;
+        replay_of(f->path, flags, &opt, &res);
+        assert_int_equal(res.failed, 0);
+        memcpy(digest[run], res.outcome_digest, 65);
+        lmc_replay_result_free(&res);
+    }
+    assert_string_equal(digest[0], digest[1]);
+    assert_string_not_equal(digest[0], digest[2]);
+}
+
+static void test_stop_ends_the_replay_at_the_next_record_with_a_partial_result(void **state)
+{
+    fixture *f = *state;
+    write_cycle_trace(f->path, -1);
+    volatile sig_atomic_t stop = 0;
+    views v = {.stop_after = 2, .set_stop = &stop};
+    lmc_replay_options opt = {
+        .time_scale = 1.0, .on_record = collect_views, .ud = &v, .stop = &stop};
+    lmc_replay_result res;
+    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    assert_true(res.interrupted);
+    assert_int_equal(res.reported, 2);
+    assert_int_equal(res.replayed, 2);
+    assert_int_equal(v.n, 2);
+    assert_int_equal(res.totals.records[LMC_TRACE_OP_SUBMIT_PREFETCH], 0);
+    assert_int_equal(strlen(res.outcome_digest), 64); /* the digest of what was replayed */
+    lmc_replay_result_free(&res);
+}
+
+static void test_a_stop_during_a_long_wait_ends_it_promptly(void **state)
+{
+    fixture *f = *state;
+    write_store_trace(f->path, 30.0, 2); /* the second record is due in 30 s */
+    volatile sig_atomic_t stop = 0;
+    views v = {.stop_after = 1, .set_stop = &stop};
+    lmc_replay_options opt = {
+        .time_scale = 1.0, .on_record = collect_views, .ud = &v, .stop = &stop};
+    lmc_replay_result res;
+    uint64_t t0 = lmc_mono_ns();
+    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    assert_true(lmc_mono_ns() - t0 < 5000000000ull);
+    assert_true(res.interrupted);
+    assert_int_equal(res.reported, 1);
+    lmc_replay_result_free(&res);
+}
+
+static void test_a_reused_fs_base_path_turns_recorded_misses_into_l2_hits(void **state)
+{
+    fixture *f = *state;
+    char *dir = sm_test_mkdtemp();
+    char json[512];
+    snprintf(json, sizeof(json), "{\"type\":\"fs\",\"base_path\":\"%s\"}", dir);
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    /* An earlier run left the two keys in the base_path. */
+    lmc_storage_manager *sm = sm_test_create_argv(7, argv);
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 77);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    sm_test_store(sm, k, 2, &lay);
+    assert_true(lmc_sm_wait_idle(sm, 5000));
+    lmc_sm_destroy(sm);
+    /* A trace that only reads them. */
+    writer w;
+    writer_begin(&w, 2);
+    writer_keys_record(&w, 0.000, P "submit_prefetch_task", k, 2, &lay, NULL);
+    writer_keys_record(&w, 0.050, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    writer_keys_record(&w, 0.051, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    writer_keys_record(&w, 0.052, P "finish_read_prefetched", k, 2, NULL, NULL);
+    writer_end(&w, f->path);
+    lmc_sm_config cfg;
+    lmc_sm_config_init(&cfg);
+    assert_int_equal(lmc_sm_config_parse_all(&cfg, 7, argv, NULL), LMC_OK);
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    assert_int_equal(res.totals.v[LMC_OC_SUBMIT_PREFETCH_l2_sent], 2);
+    assert_int_equal(res.totals.v[LMC_OC_SUBMIT_PREFETCH_l2_hits], 2);
+    assert_int_equal(res.totals.v[LMC_OC_READ_ENTER_context_ok], 1);
+    assert_int_equal(res.totals.sm.l2_loaded_keys, 2);
+    assert_int_equal(res.totals.sm.l2_loaded_bytes, 2 * 4096);
+    lmc_replay_result_free(&res);
+    /* --clear-l2's scan removes them: the same replay now misses. */
+    lmc_l2_fs_objects o;
+    assert_int_equal(lmc_l2_fs_scan(cfg.l2_adapters[0], true, &o, NULL), LMC_OK);
+    assert_int_equal(o.removed, 2);
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
+    assert_int_equal(res.totals.v[LMC_OC_SUBMIT_PREFETCH_l2_hits], 0);
+    assert_int_equal(res.totals.v[LMC_OC_SUBMIT_PREFETCH_missed], 2);
+    assert_int_equal(res.totals.v[LMC_OC_READ_ENTER_not_in_l1], 2);
+    lmc_replay_figures fig = lmc_replay_figures_of(&res.totals);
+    assert_true(fig.read_agreement == 0.0);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+    sm_test_rmdir(dir);
+}
+
+static void test_the_summary_names_the_config_fields_that_differ(void **state)
+{
+    fixture *f = *state;
+    record_with_sm(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", store_two);
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    replay_of(f->path, "--l1-size-gb 0.02 --eviction-policy ARC", &opt, &res);
+    assert_string_not_equal(res.header_digest, res.replay_digest);
+    lmc_replay_summary sum;
+    assert_int_equal(lmc_replay_summary_init(&sum, &res, 1.0), LMC_OK);
+    bool policy = false, size = false;
+    for (size_t i = 0; i < sum.n_config_diffs; i++) {
+        policy |= strcmp(sum.config_diffs[i], "eviction_config.eviction_policy") == 0;
+        size |= strcmp(sum.config_diffs[i], "l1_manager_config.memory_config.size_in_bytes") == 0;
+    }
+    assert_true(policy);
+    assert_true(size);
+    lmc_replay_summary_free(&sum);
+    lmc_replay_result_free(&res);
+    /* The recorded config: no differences. */
+    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    assert_int_equal(lmc_replay_summary_init(&sum, &res, 1.0), LMC_OK);
+    assert_int_equal(sum.n_config_diffs, 0);
+    lmc_replay_summary_free(&sum);
+    lmc_replay_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -601,6 +1153,14 @@ int main(void)
         cmocka_unit_test(test_keys_scattered_in_memory_pair_like_keys_in_one_array),
         cmocka_unit_test(test_exit_without_enter_only_warns),
         cmocka_unit_test(test_dangling_contexts_are_closed_at_the_end),
+        cmocka_unit_test(test_reserve_write_outcome_names_every_reason),
+        cmocka_unit_test(test_reserve_write_outcome_counts_out_of_memory),
+        cmocka_unit_test(test_finish_write_outcome_tells_committed_from_not_reserved),
+        cmocka_unit_test(test_prefetch_outcome_without_l2_is_final_at_submit),
+        cmocka_unit_test(test_prefetch_outcome_with_l2_completes_when_the_result_is_collected),
+        cmocka_unit_test(test_abandoned_prefetch_outcome_is_unfinished),
+        cmocka_unit_test(test_a_read_before_its_l2_load_finished_counts_as_l2_pending),
+        cmocka_unit_test(test_read_outcomes_name_why_keys_were_not_found),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays, setup,
@@ -614,6 +1174,18 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_schema_1_traces_replay_with_a_cache_salt_warning,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_trace_file_is_an_error_naming_it, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_replay_totals_every_outcome_and_reports_records_in_order, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_the_same_trace_gives_one_digest_and_one_changed_key_byte_another, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_stop_ends_the_replay_at_the_next_record_with_a_partial_result, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_stop_during_a_long_wait_ends_it_promptly, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_reused_fs_base_path_turns_recorded_misses_into_l2_hits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_summary_names_the_config_fields_that_differ, setup,
                                         teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -95,8 +95,13 @@ static lmc_status write_format(const char *name, lmc_replay_stats *s, const char
     const lmc_replay_output_format *f = lmc_replay_output_find(name);
     assert_non_null(f);
     lmc_replay_output *o;
-    assert_int_equal(lmc_replay_output_open(f, path, NULL, &o, err), LMC_OK);
-    lmc_status st = lmc_replay_output_finish(o, &sum, err);
+    /* A path that cannot be written fails at open, before any record is replayed. */
+    lmc_status st = lmc_replay_output_open(f, path, NULL, &o, err);
+    if (st != LMC_OK) {
+        lmc_replay_summary_free(&sum);
+        return st;
+    }
+    st = lmc_replay_output_finish(o, &sum, err);
     lmc_replay_output_destroy(o);
     lmc_replay_summary_free(&sum);
     return st;
@@ -113,7 +118,8 @@ static bool exists(const char *path)
 static void test_the_table_lists_every_format_once(void **state)
 {
     (void)state;
-    static const char *const want[] = {"table", "json", "csv", "summary-json", "jsonl"};
+    static const char *const want[] = {"table",        "json",         "csv",
+                                       "outcomes-csv", "summary-json", "jsonl"};
     size_t n = 0;
     while (lmc_replay_output_at(n) != NULL)
         n++;
@@ -133,6 +139,7 @@ static void test_formats_have_a_per_record_part_a_final_part_or_both(void **stat
         assert_true(f->record != NULL || f->render != NULL);
     assert_string_equal(lmc_replay_output_csv.default_file, "trace_replay_ops.csv");
     assert_string_equal(lmc_replay_output_summary_json.default_file, "trace_replay_summary.json");
+    assert_string_equal(lmc_replay_output_outcomes_csv.default_file, "trace_replay_outcomes.csv");
     assert_null(lmc_replay_output_jsonl.render);
 }
 
@@ -225,80 +232,95 @@ static void test_json_has_duration_and_op_counts(void **state)
     lmc_replay_stats_destroy(s);
 }
 
-static void test_json_text_matches_python_json_dumps(void **state)
+/* The summary file's text, parsed. */
+static lmc_json *summary_of(lmc_replay_stats *s, const char *name)
 {
-    (void)state;
     char path[128];
-    snprintf(path, sizeof(path), "%s/exact.json", tmpdir);
-    lmc_replay_stats *s = export_example();
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
     assert_int_equal(write_format("summary-json", s, path, NULL), LMC_OK);
     char *text = slurp(path);
-    assert_string_equal(text, "{\n"
-                              "  \"duration_s\": 1.75,\n"
-                              "  \"lateness\": {\n"
-                              "    \"count\": 3,\n"
-                              "    \"max_us\": 30.5,\n"
-                              "    \"mean_us\": 14.166666666666666,\n"
-                              "    \"p50_us\": 12.0,\n"
-                              "    \"p99_us\": 30.5\n"
-                              "  },\n"
-                              "  \"ops\": {\n"
-                              "    \"a.op\": {\n"
-                              "      \"count\": 3,\n"
-                              "      \"errors\": 1,\n"
-                              "      \"max_ms\": 0.1,\n"
-                              "      \"mean_ms\": 0.10000000000000002,\n"
-                              "      \"min_ms\": 0.1,\n"
-                              "      \"p50_ms\": 0.1,\n"
-                              "      \"p90_ms\": 0.1,\n"
-                              "      \"p99_ms\": 0.1\n"
-                              "    },\n"
-                              "    \"b.op\": {\n"
-                              "      \"count\": 3,\n"
-                              "      \"errors\": 0,\n"
-                              "      \"max_ms\": 2.5,\n"
-                              "      \"mean_ms\": 1.2666666666666666,\n"
-                              "      \"min_ms\": 0.3,\n"
-                              "      \"p50_ms\": 1.0,\n"
-                              "      \"p90_ms\": 2.5,\n"
-                              "      \"p99_ms\": 2.5\n"
-                              "    },\n"
-                              "    \"c,\\\"q\": {\n"
-                              "      \"count\": 0,\n"
-                              "      \"errors\": 1,\n"
-                              "      \"max_ms\": 0.0,\n"
-                              "      \"mean_ms\": 0.0,\n"
-                              "      \"min_ms\": 0.0,\n"
-                              "      \"p50_ms\": 0.0,\n"
-                              "      \"p90_ms\": 0.0,\n"
-                              "      \"p99_ms\": 0.0\n"
-                              "    }\n"
-                              "  }\n"
-                              "}\n");
+    lmc_json *v = NULL;
+    assert_int_equal(lmc_json_parse(text, strlen(text), &v, NULL), LMC_OK);
     free(text);
+    return v;
+}
+
+static void test_json_ops_keep_lmcache_shape_and_python_floats(void **state)
+{
+    (void)state;
+    lmc_replay_stats *s = export_example();
+    lmc_json *v = summary_of(s, "exact.json");
+    /* "ops" as LMCache's _stats.py writes it (json.dumps(indent=2, sort_keys=True)). */
+    char *ops = lmc_json_dumps(lmc_json_object_get(v, "ops"), LMC_JSON_SORT_KEYS, 2, NULL);
+    assert_string_equal(ops, "{\n"
+                             "  \"a.op\": {\n"
+                             "    \"count\": 3,\n"
+                             "    \"errors\": 1,\n"
+                             "    \"max_ms\": 0.1,\n"
+                             "    \"mean_ms\": 0.10000000000000002,\n"
+                             "    \"min_ms\": 0.1,\n"
+                             "    \"p50_ms\": 0.1,\n"
+                             "    \"p90_ms\": 0.1,\n"
+                             "    \"p99_ms\": 0.1\n"
+                             "  },\n"
+                             "  \"b.op\": {\n"
+                             "    \"count\": 3,\n"
+                             "    \"errors\": 0,\n"
+                             "    \"max_ms\": 2.5,\n"
+                             "    \"mean_ms\": 1.2666666666666666,\n"
+                             "    \"min_ms\": 0.3,\n"
+                             "    \"p50_ms\": 1.0,\n"
+                             "    \"p90_ms\": 2.5,\n"
+                             "    \"p99_ms\": 2.5\n"
+                             "  },\n"
+                             "  \"c,\\\"q\": {\n"
+                             "    \"count\": 0,\n"
+                             "    \"errors\": 1,\n"
+                             "    \"max_ms\": 0.0,\n"
+                             "    \"mean_ms\": 0.0,\n"
+                             "    \"min_ms\": 0.0,\n"
+                             "    \"p50_ms\": 0.0,\n"
+                             "    \"p90_ms\": 0.0,\n"
+                             "    \"p99_ms\": 0.0\n"
+                             "  }\n"
+                             "}");
+    free(ops);
+    char *late = lmc_json_dumps(lmc_json_object_get(v, "lateness"), 0, -1, NULL);
+    assert_string_equal(late, "{\"count\": 3, \"mean_us\": 14.166666666666666, \"p50_us\": 12.0, "
+                              "\"p99_us\": 30.5, \"max_us\": 30.5, \"mean_gap_us\": 0.0, "
+                              "\"behind_schedule\": false}");
+    free(late);
+    lmc_json_free(v);
     lmc_replay_stats_destroy(s);
 }
 
 static void test_json_of_empty_collector_has_empty_ops(void **state)
 {
     (void)state;
-    char path[128];
-    snprintf(path, sizeof(path), "%s/empty.json", tmpdir);
     lmc_replay_stats *s = lmc_replay_stats_create();
-    assert_int_equal(write_format("summary-json", s, path, NULL), LMC_OK);
-    char *text = slurp(path);
-    assert_string_equal(text, "{\n"
-                              "  \"duration_s\": 0.0,\n"
-                              "  \"lateness\": {\n"
-                              "    \"count\": 0,\n"
-                              "    \"max_us\": 0.0,\n"
-                              "    \"mean_us\": 0.0,\n"
-                              "    \"p50_us\": 0.0,\n"
-                              "    \"p99_us\": 0.0\n"
-                              "  },\n"
-                              "  \"ops\": {}\n"
-                              "}\n");
-    free(text);
+    lmc_json *v = summary_of(s, "empty.json");
+    assert_true(lmc_json_get_number(lmc_json_object_get(v, "duration_s")) == 0.0);
+    assert_int_equal(lmc_json_size(lmc_json_object_get(v, "ops")), 0);
+    assert_int_equal(
+        lmc_json_get_int(lmc_json_object_get(lmc_json_object_get(v, "lateness"), "count")), 0);
+    lmc_json_free(v);
+    lmc_replay_stats_destroy(s);
+}
+
+static void test_summary_json_and_format_json_are_one_text(void **state)
+{
+    (void)state;
+    char a[128], b[128];
+    snprintf(a, sizeof(a), "%s/summary.json", tmpdir);
+    snprintf(b, sizeof(b), "%s/result.json", tmpdir);
+    lmc_replay_stats *s = export_example();
+    assert_int_equal(write_format("summary-json", s, a, NULL), LMC_OK);
+    assert_int_equal(write_format("json", s, b, NULL), LMC_OK);
+    char *ta = slurp(a), *tb = slurp(b);
+    /* Only started_at could differ, and both summaries have the same start mark. */
+    assert_string_equal(ta, tb);
+    free(ta);
+    free(tb);
     lmc_replay_stats_destroy(s);
 }
 
@@ -328,21 +350,37 @@ static void test_jsonl_writes_one_object_per_record_as_the_replay_runs(void **st
     assert_int_equal(
         lmc_replay_output_open(&lmc_replay_output_jsonl, path, "--jsonl-out", &o, NULL), LMC_OK);
     assert_true(exists(path)); /* created at open: a bad path fails before the replay */
-    lmc_replay_record_view ok = {1, "a.reserve_write", 0.00125, false, false};
-    lmc_replay_record_view bad = {2, "a.finish_write", 0.5, true, false};
-    lmc_replay_record_view skipped = {3, "x.\"odd\"", 0.0, true, true};
+    lmc_replay_outcome out;
+    lmc_replay_outcome_begin(&out, LMC_TRACE_OP_FINISH_WRITE, NULL, 3);
+    out.v[LMC_OC_FINISH_WRITE_finished] = 2;
+    out.v[LMC_OC_FINISH_WRITE_not_in_l1] = 1;
+    lmc_replay_record_view ok = {.index = 1,
+                                 .qualname = "a.finish_write",
+                                 .latency_s = 0.00125,
+                                 .t_mono = 0.5,
+                                 .lateness_s = 0.0000025,
+                                 .outcome = &out};
+    lmc_replay_record_view bad = {
+        .index = 2, .qualname = "a.finish_write", .latency_s = 0.5, .failed = true, .t_mono = 1.0};
+    lmc_replay_record_view skipped = {
+        .index = 3, .qualname = "x.\"odd\"", .failed = true, .skipped = true, .t_mono = 2.0};
     lmc_replay_output_record(o, &ok);
     lmc_replay_output_record(o, &bad);
     lmc_replay_output_record(o, &skipped);
     assert_int_equal(lmc_replay_output_finish(o, NULL, NULL), LMC_OK);
     lmc_replay_output_destroy(o);
     char *text = slurp(path);
-    assert_string_equal(text, "{\"qualname\": \"a.reserve_write\", \"latency_ms\": 1.25, "
-                              "\"failed\": false}\n"
-                              "{\"qualname\": \"a.finish_write\", \"latency_ms\": 500.0, "
-                              "\"failed\": true}\n"
-                              "{\"qualname\": \"x.\\\"odd\\\"\", \"latency_ms\": 0.0, "
-                              "\"failed\": true}\n");
+    assert_string_equal(text,
+                        "{\"index\": 1, \"t_mono\": 0.5, \"lateness_us\": 2.5, \"qualname\": "
+                        "\"a.finish_write\", \"n_keys\": 3, \"latency_ms\": 1.25, \"failed\": "
+                        "false, \"skipped\": false, \"outcome\": {\"op\": \"finish_write\", "
+                        "\"finished\": 2, \"not_in_l1\": 1, \"not_reserved\": 0, \"other\": 0}}\n"
+                        "{\"index\": 2, \"t_mono\": 1.0, \"lateness_us\": 0.0, \"qualname\": "
+                        "\"a.finish_write\", \"n_keys\": 0, \"latency_ms\": 500.0, \"failed\": "
+                        "true, \"skipped\": false, \"outcome\": null}\n"
+                        "{\"index\": 3, \"t_mono\": 2.0, \"lateness_us\": 0.0, \"qualname\": "
+                        "\"x.\\\"odd\\\"\", \"n_keys\": 0, \"latency_ms\": 0.0, \"failed\": true, "
+                        "\"skipped\": true, \"outcome\": null}\n");
     free(text);
 }
 
@@ -371,10 +409,34 @@ static void test_a_final_output_touches_its_file_only_when_finished(void **state
     snprintf(path, sizeof(path), "%s/never.csv", tmpdir);
     lmc_replay_output *o;
     assert_int_equal(lmc_replay_output_open(&lmc_replay_output_csv, path, NULL, &o, NULL), LMC_OK);
-    lmc_replay_record_view rec = {1, "a.op", 0.001, false, false};
+    lmc_replay_record_view rec = {.index = 1, .qualname = "a.op", .latency_s = 0.001};
     lmc_replay_output_record(o, &rec); /* no per-record part: ignored */
     lmc_replay_output_destroy(o);      /* a replay that failed: nothing written */
     assert_false(exists(path));
+}
+
+static void test_a_final_output_checks_its_path_at_open_and_keeps_an_existing_file(void **state)
+{
+    (void)state;
+    char path[128];
+    snprintf(path, sizeof(path), "%s/kept.json", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("old", f);
+    fclose(f);
+    lmc_replay_output *o;
+    assert_int_equal(lmc_replay_output_open(&lmc_replay_output_summary_json, path, NULL, &o, NULL),
+                     LMC_OK);
+    lmc_replay_output_destroy(o);
+    char *text = slurp(path);
+    assert_string_equal(text, "old"); /* checked, not truncated */
+    free(text);
+    /* A directory where the file should go: refused at open. */
+    lmc_error err;
+    assert_int_equal(lmc_replay_output_open(&lmc_replay_output_csv, tmpdir, "--output", &o, &err),
+                     LMC_ERR_IO);
+    char want[256];
+    snprintf(want, sizeof(want), "cannot write --output '%s': Is a directory", tmpdir);
+    assert_string_equal(err.msg, want);
 }
 
 static void test_the_result_table_in_a_file_is_the_report_text(void **state)
@@ -404,26 +466,20 @@ static void test_the_result_table_in_a_file_is_the_report_text(void **state)
     lmc_replay_stats_destroy(s);
 }
 
-static void test_a_failed_write_names_the_flag_and_the_path(void **state)
+static void test_a_path_that_cannot_be_written_names_the_flag_and_the_path(void **state)
 {
     (void)state;
     char path[128];
     snprintf(path, sizeof(path), "%s/missing/result.json", tmpdir);
-    lmc_replay_stats *s = lmc_replay_stats_create();
-    lmc_replay_result res = {.stats = s};
-    lmc_replay_summary sum;
-    assert_int_equal(lmc_replay_summary_init(&sum, &res, 1.0), LMC_OK);
-    lmc_replay_output *o;
-    assert_int_equal(lmc_replay_output_open(&lmc_replay_output_json, path, "--output", &o, NULL),
-                     LMC_OK);
+    lmc_replay_output *o = (lmc_replay_output *)1;
     lmc_error err;
-    assert_int_equal(lmc_replay_output_finish(o, &sum, &err), LMC_ERR_IO);
-    lmc_replay_output_destroy(o);
+    /* Checked at open, so the replay never runs with an output it cannot write. */
+    assert_int_equal(lmc_replay_output_open(&lmc_replay_output_json, path, "--output", &o, &err),
+                     LMC_ERR_IO);
+    assert_null(o);
     char want[256];
     snprintf(want, sizeof(want), "cannot write --output '%s': No such file or directory", path);
     assert_string_equal(err.msg, want);
-    lmc_replay_summary_free(&sum);
-    lmc_replay_stats_destroy(s);
 }
 
 int main(void)
@@ -436,14 +492,16 @@ int main(void)
         cmocka_unit_test(test_csv_quotes_qualnames_with_line_breaks),
         cmocka_unit_test(test_csv_into_missing_directory_is_an_io_error_naming_the_path),
         cmocka_unit_test(test_json_has_duration_and_op_counts),
-        cmocka_unit_test(test_json_text_matches_python_json_dumps),
+        cmocka_unit_test(test_json_ops_keep_lmcache_shape_and_python_floats),
         cmocka_unit_test(test_json_of_empty_collector_has_empty_ops),
+        cmocka_unit_test(test_summary_json_and_format_json_are_one_text),
         cmocka_unit_test(test_json_into_missing_directory_is_an_io_error_naming_the_path),
         cmocka_unit_test(test_jsonl_writes_one_object_per_record_as_the_replay_runs),
         cmocka_unit_test(test_jsonl_into_missing_directory_fails_at_open_naming_flag_and_path),
         cmocka_unit_test(test_a_final_output_touches_its_file_only_when_finished),
+        cmocka_unit_test(test_a_final_output_checks_its_path_at_open_and_keeps_an_existing_file),
         cmocka_unit_test(test_the_result_table_in_a_file_is_the_report_text),
-        cmocka_unit_test(test_a_failed_write_names_the_flag_and_the_path),
+        cmocka_unit_test(test_a_path_that_cannot_be_written_names_the_flag_and_the_path),
     };
     return cmocka_run_group_tests(tests, setup_tmpdir, teardown_tmpdir);
 }

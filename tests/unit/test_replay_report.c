@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "replay/report.h"
 
 #define DIGEST_A "0f685d8a9c1e2b3f4a5d6e7f8091a2b3c4d5e6f708192a3b4c5d6e7f8091a2b3"
@@ -395,73 +396,249 @@ static void test_digest_row_is_omitted_without_a_header_digest(void **state)
     free(text);
 }
 
-static void test_json_shape_for_two_ops(void **state)
+/* ---- the result JSON ---------------------------------------------------- */
+
+static const lmc_json *at(const lmc_json *v, const char *key)
+{
+    const lmc_json *c = lmc_json_object_get(v, key);
+    if (c == NULL)
+        fail_msg("missing key '%s'", key);
+    return c;
+}
+
+static void assert_keys(const lmc_json *obj, const char *const *keys, size_t n)
+{
+    assert_int_equal(lmc_json_size(obj), n);
+    for (size_t i = 0; i < n; i++)
+        assert_string_equal(lmc_json_object_key_at(obj, i), keys[i]);
+}
+
+/* A summary with outcomes, as a replay of the recorded config would give. */
+static void outcome_summary(lmc_replay_summary *s, lmc_op_stats *ops, lmc_replay_totals *t)
+{
+    two_op_summary(s, ops);
+    memset(t, 0, sizeof(*t));
+    t->records[LMC_TRACE_OP_SUBMIT_PREFETCH] = 10;
+    t->keys[LMC_TRACE_OP_SUBMIT_PREFETCH] = 200;
+    t->v[LMC_OC_SUBMIT_PREFETCH_l1_hits] = 80;
+    t->v[LMC_OC_SUBMIT_PREFETCH_l2_hits] = 20;
+    t->records[LMC_TRACE_OP_READ_ENTER] = 1000;
+    t->keys[LMC_TRACE_OP_READ_ENTER] = 2000;
+    t->v[LMC_OC_READ_ENTER_context_ok] = 731;
+    t->v[LMC_OC_READ_ENTER_found] = 1500;
+    t->v[LMC_OC_READ_ENTER_not_in_l1] = 450;
+    t->v[LMC_OC_READ_ENTER_not_read_locked] = 50;
+    t->records[LMC_TRACE_OP_RESERVE_WRITE] = 3;
+    t->keys[LMC_TRACE_OP_RESERVE_WRITE] = 48;
+    t->v[LMC_OC_RESERVE_WRITE_reserved] = 40;
+    t->v[LMC_OC_RESERVE_WRITE_out_of_memory] = 8;
+    t->l1_capacity_bytes = 100 * 1024 * 1024;
+    t->l1_peak_used_bytes = 25 * 1024 * 1024;
+    t->sm.l1_evicted_keys = 7;
+    t->sm.l2_stored_keys = 40;
+    t->sm.l2_stored_bytes = 40 * 1024 * 1024;
+    s->totals = t;
+    s->figures = lmc_replay_figures_of(t);
+    s->outcome_digest = DIGEST_B;
+    s->reported = 7;
+    s->trace_path = "t.lct";
+    s->mode = "calls";
+    s->pace = "realtime";
+}
+
+static void test_json_has_every_documented_field(void **state)
 {
     (void)state;
     lmc_replay_summary s;
     lmc_op_stats ops[2];
-    two_op_summary(&s, ops);
+    lmc_replay_totals t;
+    outcome_summary(&s, ops, &t);
+    s.csv_path = "./trace_replay_ops.csv";
     char *text = lmc_replay_report_json(&s);
     assert_non_null(text);
-    assert_string_equal(text, "{\n"
-                              "  \"title\": \"Trace Replay Result\",\n"
-                              "  \"metrics\": {\n"
-                              "    \"overall\": {\n"
-                              "      \"level\": \"storage\",\n"
-                              "      \"replayed\": 6,\n"
-                              "      \"skipped\": 1,\n"
-                              "      \"failed\": 0,\n"
-                              "      \"duration\": 1.235,\n"
-                              "      \"digest\": \"match (0f685d8a)\"\n"
-                              "    },\n"
-                              "    \"ops\": {\n"
-                              "      \"read_prefetched_results.enter_count\": 2,\n"
-                              "      \"read_prefetched_results.enter_mean\": 1.046,\n"
-                              "      \"read_prefetched_results.enter_p50\": 0.045,\n"
-                              "      \"read_prefetched_results.enter_p99\": 2.675,\n"
-                              "      \"reserve_write_count\": 3,\n"
-                              "      \"reserve_write_mean\": 0.251,\n"
-                              "      \"reserve_write_p50\": 0.252,\n"
-                              "      \"reserve_write_p99\": 0.445\n"
-                              "    },\n"
-                              "    \"pacing\": {\n"
-                              "      \"time_scale\": 1.0,\n"
-                              "      \"lateness_p50_us\": 12.3456,\n"
-                              "      \"lateness_p99_us\": 250.5,\n"
-                              "      \"lateness_max_us\": 1234.5678\n"
-                              "    }\n"
-                              "  }\n"
-                              "}\n");
+    lmc_json *v = NULL;
+    assert_int_equal(lmc_json_parse(text, strlen(text), &v, NULL), LMC_OK);
+    static const char *const top[] = {
+        "schema",         "schema_version", "tool",     "started_at", "started_at_unix_s",
+        "status",         "trace",          "config",   "mode",       "pace",
+        "time_scale",     "duration_s",     "outcomes", "ops",        "lateness",
+        "outcome_digest", "outputs"};
+    assert_keys(v, top, sizeof(top) / sizeof(top[0]));
+    assert_string_equal(lmc_json_get_string(at(v, "schema"), NULL), "lmcache.trace_replay_result");
+    assert_int_equal(lmc_json_get_int(at(v, "schema_version")), 1);
+    assert_string_equal(lmc_json_get_string(at(at(v, "tool"), "name"), NULL), "lmcache");
+    assert_string_equal(lmc_json_get_string(at(v, "status"), NULL), "complete");
+    static const char *const trace[] = {
+        "path",          "level",  "format_version", "trace_schema_version",
+        "config_digest", "config", "span_s",         "records"};
+    assert_keys(at(v, "trace"), trace, sizeof(trace) / sizeof(trace[0]));
+    static const char *const records[] = {"reported", "replayed",         "skipped",  "malformed",
+                                          "failed",   "recorder_dropped", "truncated"};
+    assert_keys(at(at(v, "trace"), "records"), records, sizeof(records) / sizeof(records[0]));
+    static const char *const config[] = {"json", "digest", "matches_trace", "differs"};
+    assert_keys(at(v, "config"), config, 4);
+    assert_true(lmc_json_get_bool(at(at(v, "config"), "matches_trace")));
+    static const char *const outcomes[] = {"figures", "ops", "l1", "l2", "unfinished_prefetches"};
+    assert_keys(at(v, "outcomes"), outcomes, 5);
+    const lmc_json *fig = at(at(v, "outcomes"), "figures");
+    const lmc_replay_figure_info *fi;
+    size_t nf = 0;
+    for (; (fi = lmc_replay_figure_get(nf)) != NULL; nf++)
+        assert_string_equal(lmc_json_object_key_at(fig, nf), fi->name);
+    assert_int_equal(lmc_json_size(fig), nf);
+    assert_true(lmc_json_get_number(at(fig, "chunk_hit_rate")) == 0.5);
+    assert_true(lmc_json_get_number(at(fig, "read_agreement")) == 0.731);
+    assert_int_equal(lmc_json_get_int(at(fig, "refused_keys")), 8);
+    /* Every counter of outcome.def, under its op, with records and keys first. */
+    const lmc_json *oops = at(at(v, "outcomes"), "ops");
+    assert_int_equal(lmc_json_size(oops), LMC_TRACE_OP_COUNT_ - 1);
+    const lmc_outcome_counter_info *ci;
+    for (size_t c = 0; (ci = lmc_outcome_counter_get(c)) != NULL; c++)
+        (void)at(at(oops, lmc_outcome_op_name(ci->op)), ci->name);
+    assert_string_equal(lmc_json_object_key_at(at(oops, "reserve_write"), 0), "records");
+    assert_int_equal(lmc_json_get_int(at(at(oops, "reserve_write"), "out_of_memory")), 8);
+    static const char *const l1[] = {"capacity_bytes", "peak_used_bytes", "peak_usage_ratio",
+                                     "evicted_keys"};
+    assert_keys(at(at(v, "outcomes"), "l1"), l1, 4);
+    static const char *const l2[] = {"stored_keys", "stored_bytes", "store_failed_tasks",
+                                     "loaded_keys", "loaded_bytes", "evicted_keys"};
+    assert_keys(at(at(v, "outcomes"), "l2"), l2, 6);
+    static const char *const op[] = {"count",  "errors", "mean_ms", "p50_ms",
+                                     "p90_ms", "p99_ms", "min_ms",  "max_ms"};
+    assert_keys(at(at(v, "ops"), SM "reserve_write"), op, 8);
+    static const char *const late[] = {"count",  "mean_us",     "p50_us",         "p99_us",
+                                       "max_us", "mean_gap_us", "behind_schedule"};
+    assert_keys(at(v, "lateness"), late, 7);
+    static const char *const outputs[] = {"jsonl", "csv", "outcomes_csv", "summary_json", "output"};
+    assert_keys(at(v, "outputs"), outputs, 5);
+    assert_string_equal(lmc_json_get_string(at(at(v, "outputs"), "csv"), NULL),
+                        "./trace_replay_ops.csv");
+    assert_int_equal(lmc_json_type_of(at(at(v, "outputs"), "jsonl")), LMC_JSON_NULL);
+    assert_string_equal(lmc_json_get_string(at(v, "outcome_digest"), NULL), DIGEST_B);
+    lmc_json_free(v);
     free(text);
 }
 
-static void test_json_leaves_out_digest_without_a_header_digest(void **state)
+static void test_json_config_without_a_header_digest_matches_nothing(void **state)
 {
     (void)state;
     lmc_replay_summary s = base_summary();
     s.header_digest = "";
     s.replay_digest = DIGEST_B;
-    s.time_scale = 2.0;
+    s.interrupted = true;
+    const char *diffs[] = {"l1_size_gb"};
+    s.config_diffs = diffs;
+    s.n_config_diffs = 1;
     char *text = lmc_replay_report_json(&s);
+    lmc_json *v = NULL;
+    assert_int_equal(lmc_json_parse(text, strlen(text), &v, NULL), LMC_OK);
+    assert_int_equal(lmc_json_type_of(at(at(v, "config"), "matches_trace")), LMC_JSON_NULL);
+    assert_string_equal(
+        lmc_json_get_string(lmc_json_array_at(at(at(v, "config"), "differs"), 0), NULL),
+        "l1_size_gb");
+    assert_string_equal(lmc_json_get_string(at(v, "status"), NULL), "interrupted");
+    /* Without outcomes (a latency-only summary) the member is null, not absent. */
+    assert_int_equal(lmc_json_type_of(at(v, "outcomes")), LMC_JSON_NULL);
+    lmc_json_free(v);
+    free(text);
+}
+
+/* ---- outcome sections and notes of the table ------------------------------ */
+
+/* Fail unless text has the row "label:" + value right-aligned to column 64 (one space at least). */
+static void assert_row(const char *text, const char *label, const char *value)
+{
+    char line[512];
+    int pad = 64 - (int)strlen(label) - 1 - (int)strlen(value);
+    snprintf(line, sizeof(line), "\n%s:%*s%s\n", label, pad < 1 ? 1 : pad, "", value);
+    if (strstr(text, line) == NULL)
+        fail_msg("missing row%sin:\n%s", line, text);
+}
+
+static void test_table_says_plainly_how_many_recorded_hits_were_lost(void **state)
+{
+    (void)state;
+    lmc_replay_summary s;
+    lmc_op_stats ops[2];
+    lmc_replay_totals t;
+    outcome_summary(&s, ops, &t);
+    char *text = lmc_replay_report_table(&s);
     assert_non_null(text);
-    assert_string_equal(text, "{\n"
-                              "  \"title\": \"Trace Replay Result\",\n"
-                              "  \"metrics\": {\n"
-                              "    \"overall\": {\n"
-                              "      \"level\": \"storage\",\n"
-                              "      \"replayed\": 2,\n"
-                              "      \"skipped\": 0,\n"
-                              "      \"failed\": 0,\n"
-                              "      \"duration\": 0.05\n"
-                              "    },\n"
-                              "    \"pacing\": {\n"
-                              "      \"time_scale\": 2.0,\n"
-                              "      \"lateness_p50_us\": 0.0,\n"
-                              "      \"lateness_p99_us\": 0.0,\n"
-                              "      \"lateness_max_us\": 0.0\n"
-                              "    }\n"
-                              "  }\n"
-                              "}\n");
+    assert_non_null(
+        strstr(text, "\n--------------------------- Outcomes ---------------------------\n"));
+    assert_row(text, "Chunk hit rate", "50.0% (100 of 200 keys)");
+    assert_row(text, "L1 hit rate", "40.0% (80 keys)");
+    assert_row(text, "L2 hit rate", "10.0% (20 keys)");
+    assert_row(text, "Recorded hits still hit", "73.1% (26.9% lost)");
+    assert_row(text, "Recorded keys still found", "75.0% (1500 of 2000)");
+    assert_row(text, "Failed reads", "269");
+    assert_row(text, "Reservations refused (keys)", "8 of 48");
+    assert_row(text, "  refused, out_of_memory", "8");
+    assert_row(text, "L1 peak usage", "25.0 of 100.0 MiB (25.0%)");
+    assert_row(text, "L1 evictions (keys)", "7");
+    assert_row(text, "L2 stores", "40 keys, 40.0 MiB");
+    assert_row(text, "Outcome digest", DIGEST_B);
+    assert_non_null(strstr(text, "\nnote: 26.9% of the reads the trace recorded (each was a hit "
+                                 "when recorded) did\n      not fully hit here: 269 reads missed "
+                                 "500 keys: 450 not in L1, 0 still\n      loading from L2, 0 "
+                                 "write-locked, 50 not read-locked, 0 other. The\n"));
+    /* Every note line fits the terminal. */
+    for (const char *p = strstr(text, "\nnote: ") + 1; *p != '\0';) {
+        size_t len = strcspn(p, "\n");
+        assert_true(len <= 78);
+        p += len + (p[len] == '\n');
+    }
+    free(text);
+}
+
+static void test_table_names_the_config_fields_that_differ(void **state)
+{
+    (void)state;
+    lmc_replay_summary s = base_summary();
+    s.replay_digest = DIGEST_B;
+    const char *diffs[] = {"l1_size_gb", "l2_adapter_config.adapters[0].base_path"};
+    s.config_diffs = diffs;
+    s.n_config_diffs = 2;
+    char *text = lmc_replay_report_table(&s);
+    assert_row(text, "Config digest", "MISMATCH (rec=0f685d8a, run=deadbeef)");
+    assert_row(text, "Config differs", "l1_size_gb");
+    assert_row(text, "Config differs", "l2_adapter_config.adapters[0].base_path");
+    assert_non_null(strstr(text, "note: the replay's StorageManager config differs"));
+    free(text);
+}
+
+static void test_table_says_when_the_replay_fell_behind_and_what_lateness_is(void **state)
+{
+    (void)state;
+    lmc_replay_summary s = base_summary();
+    s.lateness = (lmc_lateness_stats){.count = 10, .p50_us = 100, .p99_us = 2310, .max_us = 5000};
+    char why[128];
+    assert_true(lmc_replay_behind_schedule(&s, why, sizeof(why)));
+    assert_string_equal(why, "p99 2.31 ms > 1 ms");
+    char *text = lmc_replay_report_table(&s);
+    assert_row(text, "Behind schedule", "yes (p99 2.31 ms > 1 ms)");
+    assert_non_null(strstr(text, "\nnote: the replay fell behind its schedule (p99 2.31 ms > 1 "
+                                 "ms). Lateness is\n      how late each call started against its "
+                                 "recorded time"));
+    free(text);
+    /* 1% of the mean gap: 150 us late when records are 10 ms apart is behind. */
+    s.lateness.p99_us = 150;
+    s.mean_gap_s = 0.010;
+    assert_true(lmc_replay_behind_schedule(&s, why, sizeof(why)));
+    assert_string_equal(why, "p99 150 us > 1% of the mean gap, 10000 us");
+    s.mean_gap_s = 0.1;
+    assert_false(lmc_replay_behind_schedule(&s, why, sizeof(why)));
+}
+
+static void test_table_of_an_interrupted_replay_says_it_is_partial(void **state)
+{
+    (void)state;
+    lmc_replay_summary s = base_summary();
+    s.interrupted = true;
+    s.reported = 42;
+    char *text = lmc_replay_report_table(&s);
+    assert_row(text, "Status", "interrupted after 42 records");
+    assert_non_null(strstr(text, "note: interrupted (Ctrl-C) after 42 records"));
     free(text);
 }
 
@@ -484,8 +661,12 @@ int main(void)
         cmocka_unit_test(test_digest_row_shows_mismatch_with_both_prefixes),
         cmocka_unit_test(test_digest_row_is_match_when_the_run_has_no_digest),
         cmocka_unit_test(test_digest_row_is_omitted_without_a_header_digest),
-        cmocka_unit_test(test_json_shape_for_two_ops),
-        cmocka_unit_test(test_json_leaves_out_digest_without_a_header_digest),
+        cmocka_unit_test(test_json_has_every_documented_field),
+        cmocka_unit_test(test_json_config_without_a_header_digest_matches_nothing),
+        cmocka_unit_test(test_table_says_plainly_how_many_recorded_hits_were_lost),
+        cmocka_unit_test(test_table_names_the_config_fields_that_differ),
+        cmocka_unit_test(test_table_says_when_the_replay_fell_behind_and_what_lateness_is),
+        cmocka_unit_test(test_table_of_an_interrupted_replay_says_it_is_partial),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/log.h"
 #include "helpers/sm_test_util.h"
 #include "lmcache/storage_manager.h"
 
@@ -522,6 +523,109 @@ static void test_noop_policy_never_evicts(void **state)
     lmc_sm_destroy(sm);
 }
 
+static void count_warnings(lmc_log_level level, const char *comp, const char *msg, void *ud)
+{
+    (void)comp;
+    (void)msg;
+    if (level >= LMC_LOG_WARNING)
+        (*(size_t *)ud)++;
+}
+
+static void test_read_context_reports_missing_keys_in_errs_without_warnings(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    enum { N = 40 };
+    lmc_object_key k[N];
+    sm_test_keys(k, N, 700);
+    lmc_layout_desc lay = sm_test_layout(4 * KB);
+    sm_test_store(sm, k, 1, &lay); /* k[0] in L1 (no read lock), the rest absent */
+    size_t warnings = 0;
+    lmc_log_set_sink(count_warnings, &warnings);
+    lmc_sm_read_ctx ctx;
+    lmc_sm_read_prefetched_enter(sm, k, N, &ctx);
+    lmc_log_set_sink(NULL, NULL);
+    assert_false(ctx.ok);
+    assert_int_equal(ctx.errs[0], LMC_L1_KEY_NOT_READABLE);
+    for (size_t i = 1; i < N; i++)
+        assert_int_equal(ctx.errs[i], LMC_L1_KEY_NOT_EXIST);
+    assert_int_equal(warnings, 0); /* the reasons are the caller's to count */
+    lmc_sm_read_prefetched_exit(sm, &ctx, false);
+    lmc_sm_destroy(sm);
+}
+
+static void test_l1_key_states_tell_absent_writing_read_locked_and_ready(void **state)
+{
+    (void)state;
+    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_object_key k[4];
+    sm_test_keys(k, 4, 800);
+    lmc_layout_desc lay = sm_test_layout(4 * KB);
+    sm_test_store(sm, &k[2], 2, &lay); /* k[2], k[3] ready */
+    lmc_l1_error errs[1];
+    lmc_memory_obj objs[1];
+    lmc_sm_reserve_write(sm, &k[1], 1, &lay, LMC_WRITE_NEW, errs, objs); /* k[1] writing */
+    lmc_prefetch_handle h;
+    lmc_sm_submit_prefetch_task(sm, &k[2], 1, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
+    lmc_prefetch_handle_clear(&h); /* k[2] read-locked */
+    lmc_l1_key_state st[4];
+    lmc_sm_l1_key_states(sm, k, 4, st);
+    assert_int_equal(st[0], LMC_L1_STATE_ABSENT);
+    assert_int_equal(st[1], LMC_L1_STATE_WRITING);
+    assert_int_equal(st[2], LMC_L1_STATE_READ_LOCKED);
+    assert_int_equal(st[3], LMC_L1_STATE_READY);
+    lmc_sm_finish_write(sm, &k[1], 1, NULL);
+    lmc_sm_finish_read_prefetched(sm, &k[2], 1, 0, NULL);
+    lmc_sm_destroy(sm);
+}
+
+static void test_counters_count_l2_stores_loads_and_l1_evictions(void **state)
+{
+    (void)state;
+    enum { N = 4 };
+    lmc_object_key k[N];
+    sm_test_keys(k, N, 900);
+    lmc_layout_desc lay = sm_test_layout(16 * KB);
+    lmc_prefetch_handle h;
+    lmc_storage_manager *sm = prefetch_from_l2("10", k, N, &lay, &h);
+    lmc_bitmap bm;
+    sm_test_wait_prefetch(sm, &h, &bm);
+    lmc_bitmap_free(&bm);
+    lmc_sm_counters c;
+    lmc_sm_get_counters(sm, &c);
+    assert_int_equal(c.l2_stored_keys, N);
+    assert_int_equal(c.l2_stored_bytes, N * 16 * KB);
+    assert_int_equal(c.l2_store_failed_tasks, 0);
+    assert_int_equal(c.l2_loaded_keys, N);
+    assert_int_equal(c.l2_loaded_bytes, N * 16 * KB);
+    assert_int_equal(c.l1_evicted_keys, 0); /* lmc_sm_clear is not eviction */
+    assert_int_equal(c.l2_evicted_keys, 0);
+    lmc_sm_finish_read_prefetched(sm, k, N, 0, NULL);
+    lmc_prefetch_handle_clear(&h);
+    lmc_sm_destroy(sm);
+
+    /* The eviction loop's deletions are counted. */
+    sm = sm_test_create("--l1-size-gb 0.001 --eviction-policy LRU --eviction-trigger-watermark "
+                        "0.5 --eviction-ratio 0.5");
+    uint64_t used, total;
+    lmc_sm_l1_usage(sm, &used, &total);
+    size_t n = (size_t)(total / (4 * KB)) * 9 / 10;
+    lmc_object_key *many = calloc(n, sizeof(*many));
+    sm_test_keys(many, n, 20000);
+    lmc_layout_desc small = sm_test_layout(4 * KB);
+    assert_int_equal(sm_test_store(sm, many, n, &small), n);
+    uint64_t deadline = lmc_mono_ms() + 5000;
+    do {
+        lmc_sleep_ns(50 * 1000 * 1000);
+        lmc_sm_get_counters(sm, &c);
+    } while (c.l1_evicted_keys == 0 && lmc_mono_ms() < deadline);
+    lmc_sm_l1_usage(sm, &used, &total);
+    assert_true(c.l1_evicted_keys > 0);
+    assert_int_equal(c.l1_evicted_keys, n - used / (4 * KB));
+    free(many);
+    lmc_sm_destroy(sm);
+}
+
 static void test_report_status_is_json_with_every_component(void **state)
 {
     (void)state;
@@ -589,6 +693,9 @@ int main(void)
         cmocka_unit_test(test_fs_adapter_data_survives_a_restart),
         cmocka_unit_test(test_l1_eviction_at_watermark_under_every_policy),
         cmocka_unit_test(test_noop_policy_never_evicts),
+        cmocka_unit_test(test_read_context_reports_missing_keys_in_errs_without_warnings),
+        cmocka_unit_test(test_l1_key_states_tell_absent_writing_read_locked_and_ready),
+        cmocka_unit_test(test_counters_count_l2_stores_loads_and_l1_evictions),
         cmocka_unit_test(test_report_status_is_json_with_every_component),
         cmocka_unit_test(test_destroy_with_prefetches_and_stores_in_flight_leaks_nothing),
     };

@@ -153,6 +153,32 @@ void l2_fill(uint8_t *buf, size_t n, uint8_t seed)
         buf[i] = (uint8_t)(seed + i * 7);
 }
 
+bool l2_wait_healthy(lmc_l2_adapter *a, bool want, int ms)
+{
+    long long deadline = now_ms() + ms;
+    while (lmc_l2_adapter_is_healthy(a) != want) {
+        if (now_ms() > deadline)
+            return false;
+        struct timespec ts = {0, 10 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    return true;
+}
+
+void l2_assert_config_invalid(const char *json, const char *msg)
+{
+    lmc_json *cfg = l2_json(json);
+    assert_non_null(cfg);
+    lmc_error err;
+    lmc_error_clear(&err);
+    assert_int_equal(lmc_l2_check_config(cfg, &err), LMC_ERR_INVALID);
+    assert_string_equal(err.msg, msg);
+    lmc_l2_adapter *a = NULL;
+    assert_int_equal(lmc_l2_adapter_create(cfg, &a, &err), LMC_ERR_INVALID);
+    assert_null(a);
+    lmc_json_free(cfg);
+}
+
 int64_t l2_status_int(lmc_l2_adapter *a, const char *object, const char *field)
 {
     lmc_json *s = lmc_l2_adapter_report_status(a);

@@ -57,6 +57,13 @@ lmc_bitmap l2_holds(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n);
 /* n bytes that differ with seed: buf[i] = seed + 7 i (mod 256). */
 void l2_fill(uint8_t *buf, size_t n, uint8_t seed);
 
+/* Poll is_healthy until it equals want, up to ms; false on timeout. */
+bool l2_wait_healthy(lmc_l2_adapter *a, bool want, int ms);
+
+/* Both lmc_l2_check_config and lmc_l2_adapter_create of json fail with LMC_ERR_INVALID; the
+ * check's message is exactly msg. */
+void l2_assert_config_invalid(const char *json, const char *msg);
+
 /* An integer field of the adapter's status, or of its member object (when
  * object is not NULL); -1 when absent. */
 int64_t l2_status_int(lmc_l2_adapter *a, const char *object, const char *field);

@@ -1,159 +1,54 @@
 /*
- * redis_test_util.c -- a private redis-server child for tests (see
+ * redis_test_util.c -- private Redis servers for tests (see
  * redis_test_util.h). Single-threaded: only the test's main thread calls it.
  */
 #include "helpers/redis_test_util.h"
 
-#include <errno.h>
-#include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "core/net.h"
+#include "l2/resp_cluster.h"
 
-static pid_t g_pid = -1;
+#define MAX_CLUSTERS 4
+
+static lmc_redis_server g_server = {.pid = -1};
 static int g_port;
 static bool g_atexit;
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-static bool in_path(const char *prog)
-{
-    const char *path = getenv("PATH");
-    if (path == NULL)
-        path = "/usr/local/bin:/usr/bin:/bin";
-    char buf[4096];
-    for (const char *p = path; *p != '\0';) {
-        size_t n = strcspn(p, ":");
-        snprintf(buf, sizeof(buf), "%.*s/%s", (int)n, p, prog);
-        if (access(buf, X_OK) == 0)
-            return true;
-        p += n;
-        if (*p == ':')
-            p++;
-    }
-    return false;
-}
-
-static redisContext *connect_port(int port)
-{
-    struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c != NULL && c->err != 0) {
-        redisFree(c);
-        return NULL;
-    }
-    if (c != NULL)
-        redisSetTimeout(c, tv);
-    return c;
-}
-
-static bool ping(int port)
-{
-    redisContext *c = connect_port(port);
-    if (c == NULL)
-        return false;
-    redisReply *r = redisCommand(c, "PING");
-    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
-}
+static lmc_redis_cluster *g_clusters[MAX_CLUSTERS]; /* started and not yet stopped */
 
 static void at_exit(void)
 {
     redis_test_stop();
+    for (size_t i = 0; i < MAX_CLUSTERS; i++)
+        redis_test_cluster_stop(g_clusters[i]);
 }
 
-static pid_t spawn(int port)
+static void register_atexit(void)
 {
-    char port_s[16];
-    snprintf(port_s, sizeof(port_s), "%d", port);
-    pid_t pid = fork();
-    if (pid != 0)
-        return pid;
-    /* Child: die with the parent; keep the test's output clean. */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int null = open("/dev/null", O_RDWR);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-        close(null);
-    }
-    execlp("redis-server", "redis-server", "--port", port_s, "--bind", "127.0.0.1", "--save", "",
-           "--appendonly", "no", "--daemonize", "no", "--loglevel", "warning", (char *)NULL);
-    _exit(127);
-}
-
-bool redis_test_start(int port, char *err, size_t len)
-{
-    if (!in_path("redis-server")) {
-        snprintf(err, len,
-                 "redis-server not found in PATH: the resp adapter tests need it "
-                 "(scripts/install-deps installs redis-server)");
-        return false;
-    }
     if (!g_atexit) {
         atexit(at_exit);
         g_atexit = true;
     }
+}
+
+bool redis_test_start(int port, char *err, size_t len)
+{
+    register_atexit();
     redis_test_stop();
-    for (int attempt = 0; attempt < 5; attempt++) {
-        int p = port;
-        lmc_error e;
-        if (p <= 0 && lmc_net_free_loopback_port(&p, &e) != LMC_OK) {
-            snprintf(err, len, "%s", e.msg);
-            return false;
-        }
-        g_pid = spawn(p);
-        if (g_pid < 0) {
-            snprintf(err, len, "fork: %s", strerror(errno));
-            return false;
-        }
-        g_port = p;
-        for (int waited = 0; waited < 5000; waited += 20) {
-            int status;
-            if (waitpid(g_pid, &status, WNOHANG) == g_pid) {
-                g_pid = -1;
-                break; /* exited: port taken, or exec failed */
-            }
-            if (ping(p))
-                return true;
-            sleep_ms(20);
-        }
-        if (g_pid > 0) {
-            redis_test_stop();
-            snprintf(err, len, "redis-server on 127.0.0.1:%d did not answer PING within 5 s", p);
-            return false;
-        }
-        if (port > 0)
-            sleep_ms(100); /* the same port: give the old socket time to go */
+    lmc_error e;
+    if (lmc_redis_server_start(port, NULL, NULL, &g_server, &e) != LMC_OK) {
+        snprintf(err, len, "%s", e.msg);
+        return false;
     }
-    snprintf(err, len, "redis-server exited at start (5 attempts; port %d)", g_port);
-    return false;
+    g_port = g_server.port;
+    return true;
 }
 
 void redis_test_stop(void)
 {
-    if (g_pid <= 0)
-        return;
-    kill(g_pid, SIGCONT);
-    kill(g_pid, SIGKILL);
-    while (waitpid(g_pid, NULL, 0) < 0 && errno == EINTR) {
-    }
-    g_pid = -1;
+    lmc_redis_server_stop(&g_server);
 }
 
 int redis_test_port(void)
@@ -163,26 +58,18 @@ int redis_test_port(void)
 
 void redis_test_pause(bool paused)
 {
-    if (g_pid > 0)
-        kill(g_pid, paused ? SIGSTOP : SIGCONT);
+    if (g_server.pid > 0)
+        kill(g_server.pid, paused ? SIGSTOP : SIGCONT);
 }
 
 bool redis_test_flushall(void)
 {
-    redisContext *c = connect_port(g_port);
-    if (c == NULL)
-        return false;
-    redisReply *r = redisCommand(c, "FLUSHALL");
-    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL)
-        freeReplyObject(r);
-    redisFree(c);
-    return ok;
+    return lmc_redis_command_ok(g_port, "FLUSHALL");
 }
 
-long long redis_test_strlen(const char *key)
+long long redis_test_strlen_at(int port, const char *key)
 {
-    redisContext *c = connect_port(g_port);
+    redisContext *c = lmc_redis_connect(port);
     if (c == NULL)
         return -1;
     redisReply *r = redisCommand(c, "EXISTS %s", key);
@@ -197,4 +84,97 @@ long long redis_test_strlen(const char *key)
         freeReplyObject(r);
     redisFree(c);
     return n;
+}
+
+long long redis_test_strlen(const char *key)
+{
+    return redis_test_strlen_at(g_port, key);
+}
+
+/* ------------------------------------------------------------------ */
+/* Clusters                                                             */
+/* ------------------------------------------------------------------ */
+
+lmc_redis_cluster *redis_test_cluster_start(size_t masters, size_t replicas, char *err, size_t len)
+{
+    register_atexit();
+    size_t slot = 0;
+    while (slot < MAX_CLUSTERS && g_clusters[slot] != NULL)
+        slot++;
+    if (slot == MAX_CLUSTERS) {
+        snprintf(err, len, "more than %d test clusters at once", MAX_CLUSTERS);
+        return NULL;
+    }
+    static const char *const extra[] = {"--cluster-node-timeout", "1000",
+                                        "--cluster-require-full-coverage", "no", NULL};
+    lmc_error e;
+    lmc_redis_cluster *c = NULL;
+    if (lmc_redis_cluster_start(masters, replicas, extra, &c, &e) != LMC_OK) {
+        snprintf(err, len, "%s", e.msg);
+        return NULL;
+    }
+    g_clusters[slot] = c;
+    return c;
+}
+
+void redis_test_cluster_stop(lmc_redis_cluster *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < MAX_CLUSTERS; i++) {
+        if (g_clusters[i] == c)
+            g_clusters[i] = NULL;
+    }
+    lmc_redis_cluster_stop(c);
+}
+
+int redis_test_cluster_slot_owner(const lmc_redis_cluster *c, unsigned slot)
+{
+    for (size_t i = 0; i < lmc_redis_cluster_size(c); i++) {
+        if (!lmc_redis_cluster_running(c, i))
+            continue;
+        redisReply *r = lmc_redis_command(lmc_redis_cluster_port(c, i), "CLUSTER SLOTS");
+        if (r == NULL)
+            continue;
+        int port = -1;
+        for (size_t k = 0; r->type == REDIS_REPLY_ARRAY && k < r->elements; k++) {
+            const redisReply *range = r->element[k];
+            if (range->elements >= 3 && (unsigned)range->element[0]->integer <= slot &&
+                slot <= (unsigned)range->element[1]->integer)
+                port = (int)range->element[2]->element[1]->integer;
+        }
+        freeReplyObject(r);
+        for (size_t n = 0; n < lmc_redis_cluster_size(c); n++) {
+            if (lmc_redis_cluster_port(c, n) == port)
+                return (int)n;
+        }
+        return -1;
+    }
+    return -1;
+}
+
+bool redis_test_cluster_id(const lmc_redis_cluster *c, size_t i, char *buf)
+{
+    redisReply *r = lmc_redis_command(lmc_redis_cluster_port(c, i), "CLUSTER MYID");
+    bool ok = r != NULL && r->type == REDIS_REPLY_STRING && r->len == 40;
+    if (ok)
+        memcpy(buf, r->str, 41);
+    if (r != NULL)
+        freeReplyObject(r);
+    return ok;
+}
+
+long long redis_test_cluster_dbsize(const lmc_redis_cluster *c, size_t i)
+{
+    redisReply *r = lmc_redis_command(lmc_redis_cluster_port(c, i), "DBSIZE");
+    long long n = r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    if (r != NULL)
+        freeReplyObject(r);
+    return n;
+}
+
+long long redis_test_cluster_strlen(const lmc_redis_cluster *c, const char *key)
+{
+    int owner = redis_test_cluster_slot_owner(c, lmc_resp_key_slot(key, strlen(key)));
+    return owner < 0 ? -1 : redis_test_strlen_at(lmc_redis_cluster_port(c, owner), key);
 }

@@ -58,6 +58,13 @@ lmc_storage_manager *sm_test_create(const char *flags)
     return sm;
 }
 
+lmc_storage_manager *sm_test_create_l2(char *json)
+{
+    char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",
+                    "LRU", "--l2-adapter", json,   NULL};
+    return sm_test_create_argv(7, argv);
+}
+
 void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base)
 {
     for (size_t i = 0; i < n; i++) {
@@ -115,6 +122,30 @@ void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h
         }
         lmc_sleep_ns(1000 * 1000);
     }
+}
+
+void sm_test_prefetch_and_check(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                                const lmc_layout_desc *layout)
+{
+    lmc_prefetch_handle h;
+    assert_int_equal(
+        lmc_sm_submit_prefetch_task(sm, keys, n, layout, 0, "rd", LMC_TRIM_PREFIX, &h, NULL),
+        LMC_OK);
+    assert_true(h.prefetch_request_id >= 0);
+    lmc_bitmap bm;
+    sm_test_wait_prefetch(sm, &h, &bm);
+    assert_int_equal(lmc_bitmap_count_leading_ones(&bm), n);
+    lmc_bitmap_free(&bm);
+    lmc_sm_read_ctx ctx;
+    lmc_sm_read_prefetched_enter(sm, keys, n, &ctx);
+    assert_true(ctx.ok);
+    for (size_t i = 0; i < n; i++) {
+        for (uint64_t b = 0; b < ctx.objs[i].size; b += 331)
+            assert_int_equal(ctx.objs[i].data[b], sm_test_pattern(&keys[i], b));
+    }
+    lmc_sm_read_prefetched_exit(sm, &ctx, false);
+    lmc_sm_finish_read_prefetched(sm, keys, n, 0, NULL);
+    lmc_prefetch_handle_clear(&h);
 }
 
 char *sm_test_mkdtemp(void)

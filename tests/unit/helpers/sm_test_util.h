@@ -23,6 +23,9 @@ lmc_storage_manager *sm_test_create_argv(int argc, char **argv);
 lmc_storage_manager *sm_test_create_argv_ex(int argc, char **argv,
                                             const lmc_sm_runtime_options *opt);
 
+/* One with a 0.01 GiB L1 (LRU) and the L2 adapter given as JSON. */
+lmc_storage_manager *sm_test_create_l2(char *json);
+
 /* Keys with 32-byte hashes derived from base+i, model "test/model", rank 0x01000100. */
 void sm_test_keys(lmc_object_key *keys, size_t n, uint64_t base);
 
@@ -38,6 +41,14 @@ uint8_t sm_test_pattern(const lmc_object_key *key, uint64_t off);
 
 /* Poll query_prefetch_status until LMC_OK (max 5 s); fails the test on timeout. */
 void sm_test_wait_prefetch(lmc_storage_manager *sm, const lmc_prefetch_handle *h, lmc_bitmap *out);
+
+/*
+ * Prefetch keys (request "rd", trim prefix), assert that all n are found,
+ * read them and assert that each holds sm_test_store's pattern (sampled
+ * every 331 bytes), then finish the read.
+ */
+void sm_test_prefetch_and_check(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
+                                const lmc_layout_desc *layout);
 
 /* A fresh directory under /tmp (caller removes it with sm_test_rmdir). */
 char *sm_test_mkdtemp(void);
