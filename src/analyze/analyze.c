@@ -32,6 +32,7 @@
 #include <xxhash.h>
 
 #include "analyze/mrc_worker.h"
+#include "trace/marker.h"
 #include "trace/ops.h"
 #include "trace/recorder.h"
 
@@ -474,6 +475,8 @@ lmc_status lmc_analyze_record(lmc_analyze *a, lmc_trace_reader *rd, lmc_trace_re
             a->tot.dropped += (uint64_t)n;
         return LMC_OK;
     }
+    if (lmc_trace_marker_find(rec->qualname, rec->qualname_len) != NULL)
+        return LMC_OK; /* a tool's note about the trace, not an operation */
     a->tot.records++;
     if (isfinite(rec->t_mono) && rec->t_mono > a->tot.span_s)
         a->tot.span_s = rec->t_mono;

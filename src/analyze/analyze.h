@@ -93,7 +93,7 @@ typedef struct lmc_analyze_result {
     uint64_t malformed;        /* frames the reader skipped */
     bool truncated;            /* the file ends in a cut record */
 
-    /* The records seen (the recorder's dropped-records marker aside). */
+    /* The records seen, markers (trace/marker.h: notes of tools, not operations) aside. */
     uint64_t records;
     uint64_t dropped;     /* records the recorder said it dropped */
     uint64_t undecodable; /* lookups and reads whose args did not decode (left out) */

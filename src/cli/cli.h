@@ -19,6 +19,10 @@ int lmc_cmd_bench(int argc, char **argv);
 /* `lmcache trace analyze` (cmd_analyze.c). */
 int lmc_cmd_trace_analyze(int argc, char **argv);
 
+/* `lmcache trace dump` and `lmcache trace slice` (cmd_trace_dump.c). */
+int lmc_cmd_trace_dump(int argc, char **argv);
+int lmc_cmd_trace_slice(int argc, char **argv);
+
 /* True when arg is "-h" or "--help". */
 bool lmc_cli_is_help(const char *arg);
 

@@ -41,6 +41,7 @@
 #include "replay/output.h"
 #include "replay/repeat.h"
 #include "storage/config.h"
+#include "trace/marker.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
@@ -104,7 +105,7 @@ static int cmp_op(const void *a, const void *b)
 
 /* One pass over a trace's records (t_mono and qualname only). */
 typedef struct trace_scan {
-    uint64_t total;   /* records, the dropped-records marker excluded */
+    uint64_t total;   /* records, markers (trace/marker.h) excluded */
     uint64_t dropped; /* the marker's dropped_count */
     bool has_dropped; /* the trace has a marker */
     double duration;  /* the largest record t_mono */
@@ -135,6 +136,8 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, l
                 out->dropped += (uint64_t)n;
             continue;
         }
+        if (lmc_trace_marker_find(q, qlen) != NULL)
+            continue; /* a tool's note about the trace (trace/marker.h), not an operation */
         if (t_mono > out->duration && isfinite(t_mono))
             out->duration = t_mono;
         out->total++;
@@ -1097,6 +1100,8 @@ static const lmc_cli_command subs[] = {
     {"analyze", "the workload, its reuse and the exact LRU miss-ratio curve, in one pass",
      lmc_cmd_trace_analyze},
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
+    {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
+    {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

@@ -101,6 +101,17 @@ void lmc_hex_encode(const void *data, size_t len, char *out)
     out[2 * len] = '\0';
 }
 
+int lmc_hex_digit(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
 lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1], lmc_error *err)
 {
     out[0] = '\0';

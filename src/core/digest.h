@@ -44,4 +44,7 @@ lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1
 /* Lowercase hex of any byte string into out (2*len+1 bytes). */
 void lmc_hex_encode(const void *data, size_t len, char *out);
 
+/* The value of one hex digit (either case), or -1 when c is not one. */
+int lmc_hex_digit(char c);
+
 #endif

@@ -26,6 +26,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/utf8.h"
+
 typedef struct lmc_json_member {
     char *key; /* NUL-terminated; keys never contain NUL */
     size_t key_len;
@@ -590,47 +592,6 @@ static void sbuf_put_u16_escape(sbuf *b, unsigned u)
     sbuf_put(b, e, sizeof(e));
 }
 
-/*
- * Decode one strictly valid UTF-8 sequence at s (n bytes available).
- * Returns its length and the code point in *cp, or 0 if s[0] does not start
- * a valid sequence.
- */
-static size_t utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
-{
-    unsigned char c = s[0];
-    size_t need;
-    uint32_t v, min;
-    if (c < 0x80) {
-        *cp = c;
-        return 1;
-    } else if (c >= 0xc2 && c <= 0xdf) {
-        need = 2;
-        v = c & 0x1f;
-        min = 0x80;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        need = 3;
-        v = c & 0x0f;
-        min = 0x800;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        need = 4;
-        v = c & 0x07;
-        min = 0x10000;
-    } else {
-        return 0;
-    }
-    if (n < need)
-        return 0;
-    for (size_t i = 1; i < need; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        v = (v << 6) | (s[i] & 0x3f);
-    }
-    if (v < min || v > 0x10ffff || (v >= 0xd800 && v <= 0xdfff))
-        return 0;
-    *cp = v;
-    return need;
-}
-
 /* The two-character escapes json.dumps uses; 0 when c has none. */
 static char short_escape(unsigned char c)
 {
@@ -678,7 +639,7 @@ static void emit_string(sbuf *b, const char *s, size_t n)
             continue;
         }
         uint32_t cp;
-        size_t used = utf8_decode(u + i, n - i, &cp);
+        size_t used = lmc_utf8_decode(u + i, n - i, &cp);
         if (used == 0) {
             /* Invalid UTF-8: keep the byte as U+00XX (see the file comment). */
             sbuf_put_u16_escape(b, c);

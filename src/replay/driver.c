@@ -15,6 +15,7 @@
 #include "lmcache/storage_manager.h"
 #include "replay/outcome_queue.h"
 #include "storage/config.h"
+#include "trace/marker.h"
 #include "trace/reader.h"
 #include "trace/recorder.h"
 
@@ -196,6 +197,8 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
                 res->recorder_dropped += (uint64_t)a->value.u.i;
             continue;
         }
+        if (lmc_trace_marker_find(rec.qualname, rec.qualname_len) != NULL)
+            continue; /* a tool's note about the trace (trace/marker.h), not a call */
         if (timed)
             lmc_replay_stats_record_lateness(res->stats, (double)late / 1e9);
         /* Interned: the view waits in the reorder buffer past this record's buffer. */

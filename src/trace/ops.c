@@ -7,6 +7,8 @@
  */
 #include "trace/ops.h"
 
+#include <string.h>
+
 #include "trace/format.h"
 
 #define LMC_TRACE_ARG(param, KIND)                                                                 \
@@ -38,4 +40,24 @@ const char *lmc_trace_op_qualname(lmc_trace_op op)
 {
     const lmc_trace_op_info *info = lmc_trace_op_get(op);
     return info ? info->qualname : NULL;
+}
+
+const char *lmc_trace_qualname_method(const char *q, size_t len, size_t *method_len)
+{
+    size_t plen = sizeof(LMC_TRACE_QUALNAME_PREFIX) - 1;
+    if (q == NULL || len <= plen || memcmp(q, LMC_TRACE_QUALNAME_PREFIX, plen) != 0)
+        return NULL;
+    *method_len = len - plen;
+    return q + plen;
+}
+
+bool lmc_trace_op_is_method(const char *s, size_t len)
+{
+    size_t plen = sizeof(LMC_TRACE_QUALNAME_PREFIX) - 1;
+    for (int op = LMC_TRACE_OP_NONE + 1; op < LMC_TRACE_OP_COUNT_; op++) {
+        const char *q = ops[op].qualname;
+        if (strlen(q) == plen + len && memcmp(q + plen, s, len) == 0)
+            return true;
+    }
+    return false;
 }

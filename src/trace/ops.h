@@ -14,6 +14,7 @@
 #ifndef LMC_TRACE_OPS_H
 #define LMC_TRACE_OPS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 typedef enum lmc_trace_op {
@@ -59,5 +60,17 @@ const lmc_trace_op_info *lmc_trace_op_get(lmc_trace_op op);
 
 /* LMCache's qualname of op, or NULL when op is not an op. */
 const char *lmc_trace_op_qualname(lmc_trace_op op);
+
+/*
+ * The short form of a qualname (len bytes at q): what follows
+ * LMC_TRACE_QUALNAME_PREFIX ("reserve_write",
+ * "read_prefetched_results.__enter__"), its length in *method_len; NULL
+ * when q does not start with the prefix (a foreign qualname has no short
+ * form).
+ */
+const char *lmc_trace_qualname_method(const char *q, size_t len, size_t *method_len);
+
+/* Whether s (len bytes) is the short form of one of the table's qualnames. */
+bool lmc_trace_op_is_method(const char *s, size_t len);
 
 #endif

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "trace/codec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -179,33 +180,25 @@ static size_t finish(out *o)
 
 /*
  * Python picks single quotes unless the text holds a single quote and no
- * double quote. str and bytes escape the same ASCII set; bytes also escape
- * everything >= 0x80, while str prints non-ASCII characters as they are.
+ * double quote. The escapes are core/escape.h's (Python's); bytes also
+ * escape everything >= 0x80.
  */
 static void put_quoted(out *o, const unsigned char *s, size_t n, bool is_bytes)
 {
     bool has_single = memchr(s, '\'', n) != NULL;
     bool has_double = memchr(s, '"', n) != NULL;
     char q = (has_single && !has_double) ? '"' : '\'';
+    unsigned flags =
+        (q == '"' ? LMC_ESCAPE_DQUOTE : LMC_ESCAPE_SQUOTE) | (is_bytes ? LMC_ESCAPE_BYTES : 0u);
     if (is_bytes)
         put(o, "b", 1);
     put(o, &q, 1);
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = s[i];
-        if (c == (unsigned char)q || c == '\\') {
-            char e[2] = {'\\', (char)c};
-            put(o, e, 2);
-        } else if (c == '\n') {
-            put(o, "\\n", 2);
-        } else if (c == '\r') {
-            put(o, "\\r", 2);
-        } else if (c == '\t') {
-            put(o, "\\t", 2);
-        } else if (c < 0x20 || c == 0x7f || (is_bytes && c >= 0x80)) {
-            putf(o, "\\x%02x", c);
-        } else {
-            put(o, (const char *)&c, 1);
-        }
+    for (size_t i = 0; i < n;) {
+        char unit[LMC_ESCAPE_UNIT_MAX];
+        size_t used;
+        size_t w = lmc_escape_unit((const char *)s + i, n - i, flags, unit, &used);
+        put(o, unit, w);
+        i += used;
     }
     put(o, &q, 1);
 }

@@ -22,6 +22,7 @@
 #include "analyze/analyze.h"
 #include "helpers/trace_test_util.h"
 #include "trace/format.h"
+#include "trace/marker.h"
 #include "trace/recorder.h"
 
 #define Q(m) LMC_TRACE_QUALNAME_PREFIX m
@@ -297,7 +298,7 @@ static void test_bad_times_count_in_the_first_bucket(void **state)
     lmc_analyze_result_free(&r);
 }
 
-static void test_dropped_marker_and_undecodable_records_are_counted_apart(void **state)
+static void test_markers_and_undecodable_records_are_counted_apart(void **state)
 {
     fixture *f = *state;
     lmc_layout_desc l = layout1(64);
@@ -314,9 +315,13 @@ static void test_dropped_marker_and_undecodable_records_are_counted_apart(void *
     assert_int_equal(lmc_trace_encode_record(&f->sb, 0.2, 1e9, LMC_TRACE_DROPPED_QUALNAME,
                                              strlen(LMC_TRACE_DROPPED_QUALNAME), &drop, 1, NULL),
                      LMC_OK);
+    lmc_trace_arg note = {"from", 4, lmc_tv_str("x.lct", 5)};
+    assert_int_equal(lmc_trace_encode_record(&f->sb, 0.3, 1e9, LMC_TRACE_SLICE_QUALNAME,
+                                             strlen(LMC_TRACE_SLICE_QUALNAME), &note, 1, NULL),
+                     LMC_OK);
     lmc_analyze_result r;
     analyze(state, 1.0, NULL, 0, true, &r);
-    assert_int_equal(r.records, 2);
+    assert_int_equal(r.records, 2); /* markers are notes, not operations */
     assert_int_equal(r.dropped, 17);
     assert_int_equal(r.undecodable, 1);
     assert_int_equal(r.requests, 1);
@@ -421,7 +426,7 @@ int main(void)
         T(test_rate_buckets_count_per_second),
         T(test_short_trace_gets_fractions_of_a_second_long_trace_multiples),
         T(test_bad_times_count_in_the_first_bucket),
-        T(test_dropped_marker_and_undecodable_records_are_counted_apart),
+        T(test_markers_and_undecodable_records_are_counted_apart),
         T(test_requested_sizes_are_points_of_the_curve),
         T(test_sampling_is_deterministic_and_keeps_exact_counts_exact),
         T(test_automatic_rate_is_exact_up_to_the_limit),

@@ -17,18 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/digest.h"
 #include "trace/codec.h"
-
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 uint8_t *tt_unhex(const char *hex, size_t *n)
 {
@@ -40,7 +30,7 @@ uint8_t *tt_unhex(const char *hex, size_t *n)
     for (size_t i = 0; i < len; i++) {
         if (hex[i] == ' ' || hex[i] == '\n')
             continue;
-        int v = hexval(hex[i]);
+        int v = lmc_hex_digit(hex[i]);
         if (v < 0)
             fail_msg("bad hex character '%c' in test vector", hex[i]);
         if (hi < 0) {
