@@ -113,73 +113,40 @@ static int parse_sample(const char *v, analyze_args *a)
     return 0;
 }
 
-/* 0 ok, 1 help printed, 2 usage error (message printed). */
-static int parse_analyze(int argc, char **argv, analyze_args *a)
+/* One of analyze's flags (cli.h's lmc_cli_flag_fn). */
+static int analyze_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
 {
-    memset(a, 0, sizeof(*a));
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        bool m;
-        const char *v;
-        if (lmc_cli_is_help(arg)) {
-            analyze_usage(stdout);
-            return 1;
-        }
-        if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            a->quiet = true;
-        } else if ((v = lmc_flag_value("--sizes", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            if (parse_sizes(v, a) != 0)
-                return 2;
-        } else if ((v = lmc_flag_value("--sample", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            if (parse_sample(v, a) != 0)
-                return 2;
-        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (strcmp(v, "json") == 0) {
-                a->format_json = true;
-            } else if (strcmp(v, "terminal") != 0) {
-                fprintf(stderr,
-                        "lmcache trace analyze: --format: '%s' is not one of terminal, json\n", v);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->output = v;
-        } else if ((v = lmc_flag_value("--csv", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->csv_dir = v;
-        } else if ((v = lmc_flag_value("--html", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->html = v;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "lmcache trace analyze: unknown option '%s'\n\n", arg);
-            analyze_usage(stderr);
+    analyze_args *a = ctx;
+    bool m;
+    const char *v;
+    if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+        a->quiet = true;
+    } else if ((v = lmc_flag_value("--sizes", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("analyze", arg);
+        if (parse_sizes(v, a) != 0)
             return 2;
-        } else if (a->path == NULL) {
-            a->path = arg;
-        } else {
-            fprintf(stderr, "lmcache trace analyze: unexpected argument '%s'\n", arg);
+    } else if ((v = lmc_flag_value("--sample", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("analyze", arg);
+        if (parse_sample(v, a) != 0)
             return 2;
-        }
-        continue;
-    missing:
-        fprintf(stderr, "lmcache trace analyze: %s: a value is required\n", arg);
-        return 2;
+    } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
+        if (lmc_cli_parse_format("analyze", v, &a->format_json) != 0)
+            return 2;
+    } else if ((v = lmc_flag_value("--output", argc, argv, i, &m)) || m ||
+               (v = lmc_flag_value("--csv", argc, argv, i, &m)) || m ||
+               (v = lmc_flag_value("--html", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("analyze", arg);
+        const char **slot = strncmp(arg, "--output", 8) == 0 ? &a->output
+                            : strncmp(arg, "--csv", 5) == 0  ? &a->csv_dir
+                                                             : &a->html;
+        *slot = v;
+    } else {
+        return 0;
     }
-    if (a->path == NULL) {
-        fprintf(stderr, "lmcache trace analyze: a trace FILE is required\n\n");
-        analyze_usage(stderr);
-        return 2;
-    }
-    return 0;
+    return 1;
 }
 
 /* The command line as one string, for the report and JSON (caller frees; NULL when out of memory).
@@ -233,9 +200,11 @@ static int csv_dir_ready(const char *dir)
 int lmc_cmd_trace_analyze(int argc, char **argv)
 {
     analyze_args a;
-    int rc = parse_analyze(argc, argv, &a);
-    if (rc != 0)
-        return rc == 1 ? 0 : rc;
+    memset(&a, 0, sizeof(a));
+    int rc;
+    if (!lmc_cli_parse_trace_args("analyze", argc, argv, analyze_flag, &a, analyze_usage, &a.path,
+                                  &rc))
+        return rc;
     if (a.csv_dir != NULL && csv_dir_ready(a.csv_dir) != 0)
         return 1;
 

@@ -297,16 +297,8 @@ static int cmd_trace_info(int argc, char **argv)
         bool m;
         const char *v = lmc_flag_value("--format", argc, argv, &i, &m);
         if (m) {
-            if (v == NULL) {
-                fprintf(stderr, "lmcache trace info: --format: a value is required\n");
+            if (lmc_cli_parse_format("info", v, &json) != 0)
                 return 2;
-            }
-            if (strcmp(v, "json") != 0 && strcmp(v, "terminal") != 0) {
-                fprintf(stderr, "lmcache trace info: --format: '%s' is not one of terminal, json\n",
-                        v);
-                return 2;
-            }
-            json = strcmp(v, "json") == 0;
             continue;
         }
         if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -469,109 +461,99 @@ static void replay_usage(FILE *out)
 }
 
 /* 0 ok, 2 usage error (message printed). */
+typedef struct replay_parse {
+    replay_args *a;
+    lmc_sm_config *cfg;
+} replay_parse;
+
+/* One of replay's flags, the StorageManager's first (cli.h's lmc_cli_flag_fn). */
+static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
+{
+    replay_args *a = ((replay_parse *)ctx)->a;
+    lmc_sm_config *cfg = ((replay_parse *)ctx)->cfg;
+    bool m;
+    const char *v;
+    lmc_error err;
+    bool consumed;
+    if (lmc_sm_config_parse_arg(cfg, argc, argv, i, &consumed, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+        return 2;
+    }
+    if (consumed) {
+        (*i)--; /* parse_arg advanced past what it used; the caller's loop adds one */
+        return 1;
+    }
+    if (strcmp(arg, "--verbose") == 0) {
+        a->verbose = true;
+    } else if (strcmp(arg, "--no-csv") == 0) {
+        a->no_csv = true;
+    } else if (strcmp(arg, "--json") == 0) {
+        a->json = true;
+    } else if (strcmp(arg, "--clear-l2") == 0) {
+        a->clear_l2 = true;
+    } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+        a->quiet = true;
+    } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->jsonl_out = v;
+    } else if ((v = lmc_flag_value("--output-dir", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->output_dir = v;
+    } else if ((v = lmc_flag_value("--output", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->output = v;
+    } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
+        if (lmc_cli_parse_format("replay", v, &a->format_json) != 0)
+            return 2;
+    } else if ((v = lmc_flag_value("--time-scale", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        double s;
+        if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
+            lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            return 2;
+        }
+        a->time_scale = s;
+    } else if ((v = lmc_flag_value("--repeat", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            return 2;
+        }
+    } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
+            return 2;
+        }
+    } else if ((v = lmc_flag_value("--trace-level", argc, argv, i, &m)) || m ||
+               (v = lmc_flag_value("--trace-output", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        LMC_WARN(LOG_COMP, "%s is ignored: a replay never records", arg);
+    } else {
+        return 0;
+    }
+    return 1;
+}
+
 static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
 {
     memset(a, 0, sizeof(*a));
     a->output_dir = ".";
     a->time_scale = 1.0;
     a->repeat = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        bool m;
-        const char *v;
-        lmc_error err;
-        bool consumed;
-        if (lmc_sm_config_parse_arg(cfg, argc, argv, &i, &consumed, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-            return 2;
-        }
-        if (consumed) {
-            i--; /* parse_arg advanced past what it used; the loop adds one */
-            continue;
-        }
-        if (strcmp(arg, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(arg, "--no-csv") == 0) {
-            a->no_csv = true;
-        } else if (strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(arg, "--clear-l2") == 0) {
-            a->clear_l2 = true;
-        } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            a->quiet = true;
-        } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->jsonl_out = v;
-        } else if ((v = lmc_flag_value("--output-dir", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->output_dir = v;
-        } else if ((v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->output = v;
-        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (strcmp(v, "json") == 0) {
-                a->format_json = true;
-            } else if (strcmp(v, "terminal") != 0) {
-                fprintf(stderr,
-                        "lmcache trace replay: --format: '%s' is not one of terminal, "
-                        "json\n",
-                        v);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            double s;
-            if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
-                lmc_replay_check_time_scale(s, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-                return 2;
-            }
-            a->time_scale = s;
-        } else if ((v = lmc_flag_value("--repeat", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--trace-level", argc, argv, &i, &m)) || m ||
-                   (v = lmc_flag_value("--trace-output", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            LMC_WARN(LOG_COMP, "%s is ignored: a replay never records", arg);
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
-            replay_usage(stderr);
-            return 2;
-        } else if (a->path == NULL) {
-            a->path = arg;
-        } else {
-            fprintf(stderr, "lmcache trace replay: unexpected argument '%s'\n", arg);
-            return 2;
-        }
-        continue;
-    missing:
-        fprintf(stderr, "lmcache trace replay: %s: a value is required\n", arg);
-        return 2;
-    }
-    if (a->path == NULL) {
-        fprintf(stderr, "lmcache trace replay: a trace FILE is required\n\n");
-        replay_usage(stderr);
-        return 2;
-    }
+    replay_parse p = {a, cfg};
+    int rc; /* --help never gets here: cmd_trace_replay answers it before building a config */
+    if (!lmc_cli_parse_trace_args("replay", argc, argv, replay_flag, &p, replay_usage, &a->path,
+                                  &rc))
+        return rc;
     lmc_error err;
     if (lmc_sm_config_finish(cfg, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
