@@ -5,9 +5,8 @@
  * Owns nothing. The terminal table shows the curve at the powers of two
  * (every other one when there would be more than 24 rows), the requested
  * sizes and the footprint; JSON and CSV carry every grid point of the
- * result. Strings from the trace (model names, salts) are printed with
- * control characters replaced by '?', so a trace cannot drive the
- * terminal.
+ * result. Strings from the trace (model names, salts, the path) go through
+ * core/escape.h, so a trace cannot drive the terminal.
  *
  * Threads: none.
  */
@@ -20,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/json.h"
 #include "core/strbuf.h"
 
@@ -106,16 +106,19 @@ void lmc_analyze_reuse_label(unsigned i, bool bytes, bool compact, char *buf, si
     }
 }
 
-/* Trace strings for the terminal: control characters as '?'. */
+/*
+ * A trace string for the terminal (core/escape.h: controls and invalid
+ * bytes escaped), padded to width; cut with "..." past it (0: as it is).
+ */
 static void put_plain(lmc_strbuf *b, const char *s, size_t width)
 {
-    size_t n = strlen(s);
+    char buf[256];
+    size_t n = lmc_escape(s, strlen(s), 0, buf, sizeof(buf));
+    if (n >= sizeof(buf))
+        n = sizeof(buf) - 1;
     bool cut = width > 0 && n > width;
     size_t take = cut ? width - 3 : n;
-    for (size_t i = 0; i < take; i++) {
-        char c = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
-        lmc_strbuf_append(b, &c, 1);
-    }
+    lmc_strbuf_append(b, buf, take);
     if (cut)
         lmc_strbuf_puts(b, "...");
     for (size_t i = take + (cut ? 3 : 0); i < width; i++)
@@ -262,7 +265,8 @@ static void term_groups(lmc_strbuf *b, const lmc_analyze_result *r, bool full)
     const char *est = r->estimated ? "~" : "";
     size_t mw = 5;
     for (size_t i = 0; i < r->n_groups; i++) {
-        size_t l = strlen(r->groups[i].model_name);
+        const char *m = r->groups[i].model_name;
+        size_t l = lmc_escape(m, strlen(m), 0, NULL, 0); /* as printed */
         mw = l > mw ? l : mw;
     }
     mw = mw > 32 ? 32 : mw;

@@ -22,6 +22,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/utf8.h"
+
 #ifndef LMC_VERSION
 #define LMC_VERSION "dev"
 #endif
@@ -78,36 +80,15 @@ static const char style_css[] =
 
 #define REPLACEMENT "\xef\xbf\xbd" /* U+FFFD */
 
-/* The length of the valid UTF-8 sequence at s (n bytes left), or 0. */
+/*
+ * The length of the UTF-8 sequence at s (n bytes left) to copy as it is,
+ * or 0: invalid (core/utf8.h), or a C1 control (U+0080..U+009F).
+ */
 static size_t utf8_len(const unsigned char *s, size_t n)
 {
-    unsigned char c = s[0];
-    size_t len;
     uint32_t cp;
-    if (c >= 0xc2 && c <= 0xdf) {
-        len = 2;
-        cp = c & 0x1f;
-    } else if (c >= 0xe0 && c <= 0xef) {
-        len = 3;
-        cp = c & 0x0f;
-    } else if (c >= 0xf0 && c <= 0xf4) {
-        len = 4;
-        cp = c & 0x07;
-    } else {
-        return 0;
-    }
-    if (len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-        cp = cp << 6 | (s[i] & 0x3f);
-    }
-    /* Overlong forms, surrogates, beyond U+10FFFF, and the C1 controls. */
-    if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-        (cp >= 0xd800 && cp <= 0xdfff) || (cp >= 0x80 && cp <= 0x9f))
-        return 0;
-    return len;
+    size_t len = lmc_utf8_decode(s, n, &cp);
+    return len > 0 && !(cp >= 0x80 && cp <= 0x9f) ? len : 0;
 }
 
 void lmc_report_escape(lmc_strbuf *b, const char *text, size_t n)

@@ -34,7 +34,10 @@ typedef struct fixture {
     lmc_analyze_source src;
 } fixture;
 
-/* 30 lookups of 4 keys of 4 KiB over 12 distinct keys of model "m<x>" (a name to escape). */
+/*
+ * 30 lookups of 4 keys of 4 KiB over 12 distinct keys of model "m<x>\x1b[0m" (a name to escape
+ * in HTML and on a terminal).
+ */
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
@@ -59,7 +62,7 @@ static int setup(void **state)
         lmc_object_key k[4];
         lmc_tv items[4];
         for (int j = 0; j < 4; j++) {
-            k[j] = tt_key("m<x>", (uint32_t)((i % 3) * 4 + j), 0, 0, NULL);
+            k[j] = tt_key("m<x>\x1b[0m", (uint32_t)((i % 3) * 4 + j), 0, 0, NULL);
             items[j] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &k[j]};
         }
         lmc_trace_arg args[2] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, 4}}},
@@ -163,7 +166,7 @@ static void test_json_has_every_documented_field(void **state)
     lmc_json *groups = get(j, "groups");
     assert_int_equal(lmc_json_size(groups), 1);
     lmc_json *g = lmc_json_array_at(groups, 0);
-    assert_string_equal(lmc_json_get_string(get(g, "model_name"), NULL), "m<x>");
+    assert_string_equal(lmc_json_get_string(get(g, "model_name"), NULL), "m<x>\x1b[0m");
     assert_string_equal(lmc_json_get_string(get(g, "cache_salt"), NULL), "");
     assert_int_equal(lmc_json_get_int(get(g, "requests")), 30);
     assert_int_equal(lmc_json_get_int(get(g, "keys_looked_up")), 120);
@@ -238,7 +241,8 @@ static void test_terminal_table_has_its_sections_and_figures(void **state)
     assert_contains(text,
                     "\nRecorded hit rate\n  keys read / looked up:      90.00% (108 of 120)\n");
     assert_contains(text, "\nPer model / cache_salt\n");
-    assert_contains(text, "m<x>");
+    assert_contains(text, "m<x>\\x1b[0m");
+    assert_null(strchr(text, '\x1b'));
     assert_contains(text, "\nLRU miss-ratio curve (chunk hit rate against L1 capacity; exact)\n");
     assert_contains(text, "  * 1 GiB           90.00%   (requested)\n");
     assert_contains(text, "holds the footprint");
@@ -303,7 +307,8 @@ static void test_html_report_names_the_trace_and_has_every_chart(void **state)
     assert_contains(html, "lmcache trace analyze &lt;t.lct&gt;");
     assert_contains(html, "<table id=\"workload\">");
     assert_contains(html, "<table id=\"groups\">");
-    assert_contains(html, "<td>m&lt;x&gt;</td>");
+    assert_contains(html, "<td>m&lt;x&gt;\xef\xbf\xbd[0m</td>");
+    assert_null(strchr(html, '\x1b'));
     assert_contains(html, "<figure id=\"mrc\">");
     assert_contains(html, "<figure id=\"request-rate\">");
     assert_contains(html, "<figure id=\"key-rate\">");
