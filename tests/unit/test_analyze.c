@@ -27,28 +27,10 @@
 
 #define Q(m) LMC_TRACE_QUALNAME_PREFIX m
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-    msgpack_sbuffer sb;
-} fixture;
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    tt_tmpdir(f->dir);
-    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
-    msgpack_sbuffer_init(&f->sb);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = 2;
-    h.sm_config_json = "";
-    h.sm_config_digest = "abc";
-    assert_int_equal(lmc_trace_encode_header(&f->sb, &h, NULL), LMC_OK);
+    tt_trace_file *f = calloc(1, sizeof(*f));
+    tt_trace_file_init(f, "abc");
     tt_log_capture_start();
     *state = f;
     return 0;
@@ -56,11 +38,9 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
     tt_log_capture_stop();
-    msgpack_sbuffer_destroy(&f->sb);
-    tt_rmtree(f->dir);
-    free(f);
+    tt_trace_file_free(*state);
+    free(*state);
     return 0;
 }
 
@@ -82,7 +62,7 @@ static lmc_layout_desc layout1(int64_t bytes)
 static void put(void **state, double t, const char *q, const lmc_object_key *keys, size_t n,
                 const lmc_layout_desc *layout)
 {
-    fixture *f = *state;
+    tt_trace_file *f = *state;
     lmc_tv *items = calloc(n + 1, sizeof(*items));
     assert_non_null(items);
     for (size_t i = 0; i < n; i++)
@@ -109,8 +89,8 @@ static void read_enter(void **state, double t, const lmc_object_key *keys, size_
 static void analyze(void **state, double rate, const uint64_t *sizes, size_t n_sizes, bool full,
                     lmc_analyze_result *r)
 {
-    fixture *f = *state;
-    tt_write_file(f->path, f->sb.data, f->sb.size);
+    tt_trace_file *f = *state;
+    tt_trace_file_write(f);
     lmc_analyze_options o = {.full = full, .sample_rate = rate, .sizes = sizes, .n_sizes = n_sizes};
     lmc_error err;
     if (lmc_analyze_file(f->path, &o, r, &err) != LMC_OK)
@@ -300,7 +280,7 @@ static void test_bad_times_count_in_the_first_bucket(void **state)
 
 static void test_markers_and_undecodable_records_are_counted_apart(void **state)
 {
-    fixture *f = *state;
+    tt_trace_file *f = *state;
     lmc_layout_desc l = layout1(64);
     lmc_object_key k[2] = {key("m", 1, NULL), key("m", 2, NULL)};
     lookup(state, 0.0, k, 2, &l);

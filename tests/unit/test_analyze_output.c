@@ -28,8 +28,9 @@
 #define Q(m) LMC_TRACE_QUALNAME_PREFIX m
 
 typedef struct fixture {
-    char dir[64];
-    char path[128];
+    tt_trace_file file;
+    const char *path;
+    char *dir;
     lmc_analyze_result r;
     lmc_analyze_source src;
 } fixture;
@@ -41,20 +42,10 @@ typedef struct fixture {
 static int setup(void **state)
 {
     fixture *f = calloc(1, sizeof(*f));
-    tt_tmpdir(f->dir);
-    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = 2;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&sb, &h, NULL), LMC_OK);
+    tt_trace_file_init(&f->file, "");
+    f->path = f->file.path;
+    f->dir = f->file.dir;
+    msgpack_sbuffer *sb = &f->file.sb;
     int64_t bytes = 4096;
     lmc_layout_desc l;
     assert_int_equal(lmc_layout_desc_make1(&l, &bytes, 1, LMC_DTYPE_UINT8, NULL), LMC_OK);
@@ -68,16 +59,15 @@ static int setup(void **state)
         lmc_trace_arg args[2] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, 4}}},
                                  {"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = &l}}};
         const char *q = Q("submit_prefetch_task");
-        assert_int_equal(lmc_trace_encode_record(&sb, i * 0.5, 1e9, q, strlen(q), args, 2, NULL),
+        assert_int_equal(lmc_trace_encode_record(sb, i * 0.5, 1e9, q, strlen(q), args, 2, NULL),
                          LMC_OK);
         q = Q("read_prefetched_results.__enter__");
         if (i >= 3)
             assert_int_equal(
-                lmc_trace_encode_record(&sb, i * 0.5 + 0.1, 1e9, q, strlen(q), args, 1, NULL),
+                lmc_trace_encode_record(sb, i * 0.5 + 0.1, 1e9, q, strlen(q), args, 1, NULL),
                 LMC_OK);
     }
-    tt_write_file(f->path, sb.data, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    tt_trace_file_write(&f->file);
     uint64_t sizes[1] = {1ull << 30};
     lmc_analyze_options o = {.full = true, .sample_rate = 1, .sizes = sizes, .n_sizes = 1};
     lmc_error err;
@@ -95,7 +85,7 @@ static int teardown(void **state)
 {
     fixture *f = *state;
     lmc_analyze_result_free(&f->r);
-    tt_rmtree(f->dir);
+    tt_trace_file_free(&f->file);
     free(f);
     return 0;
 }

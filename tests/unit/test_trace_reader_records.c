@@ -23,16 +23,10 @@
 
 #define QUAL(m) LMC_TRACE_QUALNAME_PREFIX m
 
-typedef struct fixture {
-    char dir[64];
-    char path[128];
-} fixture;
-
 static int setup(void **state)
 {
-    fixture *f = calloc(1, sizeof(*f));
-    tt_tmpdir(f->dir);
-    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    tt_trace_file *f = calloc(1, sizeof(*f));
+    tt_trace_file_init(f, "");
     tt_log_capture_start();
     *state = f;
     return 0;
@@ -40,53 +34,41 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-    fixture *f = *state;
     tt_log_capture_stop();
-    tt_rmtree(f->dir);
-    free(f);
+    tt_trace_file_free(*state);
+    free(*state);
     return 0;
 }
 
-/* Header, then n records alternating finish_write / reserve_write with arg "i" = i. */
+/* n records alternating finish_write / reserve_write with arg "i" = i. */
 static void write_file(void **state, int n, bool break_record_1)
 {
-    msgpack_sbuffer sb;
-    msgpack_sbuffer_init(&sb);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = 2;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&sb, &h, NULL), LMC_OK);
+    tt_trace_file *f = *state;
+    msgpack_sbuffer *sb = &f->sb;
     for (int i = 0; i < n; i++) {
-        size_t start = sb.size;
+        size_t start = sb->size;
         lmc_object_key k = tt_key("m", (uint32_t)i, 0, 0, NULL);
         lmc_trace_arg args[2] = {{"i", 1, lmc_tv_int(i)},
                                  {"key", 3, {.kind = LMC_TV_OBJECT_KEY, .u.key = &k}}};
         const char *q = i % 2 ? QUAL("reserve_write") : QUAL("finish_write");
         assert_int_equal(
-            lmc_trace_encode_record(&sb, (double)i / 4, 1.0 + i, q, strlen(q), args, 2, NULL),
+            lmc_trace_encode_record(sb, (double)i / 4, 1.0 + i, q, strlen(q), args, 2, NULL),
             LMC_OK);
         if (i == 1 && break_record_1) {
             /* The key's kv_rank becomes nil: the record reads, its args do not decode. */
             static const char rank[] = "\xa7kv_rank";
-            char *at = memmem(sb.data + start, sb.size - start, rank, sizeof(rank) - 1);
+            char *at = memmem(sb->data + start, sb->size - start, rank, sizeof(rank) - 1);
             assert_non_null(at);
             at[sizeof(rank) - 1] = (char)0xc0;
         }
     }
-    tt_write_file(((fixture *)*state)->path, sb.data, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    tt_trace_file_write(f);
 }
 
 static lmc_trace_reader *open_file(void **state)
 {
     lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(((fixture *)*state)->path, &r, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_reader_open(((tt_trace_file *)*state)->path, &r, NULL), LMC_OK);
     return r;
 }
 

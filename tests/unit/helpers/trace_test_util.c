@@ -19,6 +19,7 @@
 
 #include "core/digest.h"
 #include "trace/codec.h"
+#include "trace/format.h"
 
 uint8_t *tt_unhex(const char *hex, size_t *n)
 {
@@ -211,4 +212,33 @@ void tt_write_file(const char *path, const void *p, size_t n)
     if (n > 0)
         assert_int_equal(fwrite(p, 1, n, f), n);
     assert_int_equal(fclose(f), 0);
+}
+
+void tt_trace_file_init(tt_trace_file *f, const char *digest)
+{
+    memset(f, 0, sizeof(*f));
+    tt_tmpdir(f->dir);
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    msgpack_sbuffer_init(&f->sb);
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, LMC_TRACE_MAGIC, 4);
+    h.magic_len = 4;
+    h.format_version = LMC_TRACE_FORMAT_VERSION;
+    h.level = "storage";
+    h.trace_schema_version = 2;
+    h.sm_config_json = "";
+    h.sm_config_digest = (char *)digest;
+    assert_int_equal(lmc_trace_encode_header(&f->sb, &h, NULL), LMC_OK);
+}
+
+void tt_trace_file_write(const tt_trace_file *f)
+{
+    tt_write_file(f->path, f->sb.data, f->sb.size);
+}
+
+void tt_trace_file_free(tt_trace_file *f)
+{
+    msgpack_sbuffer_destroy(&f->sb);
+    tt_rmtree(f->dir);
 }
