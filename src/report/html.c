@@ -555,18 +555,33 @@ static void tick_label(const axis_map *m, double v, char *buf, size_t len)
     snprintf(buf, len, "%g %s", v / m->unit, m->unit == 60 ? "min" : "h");
 }
 
-/* Grid lines, ticks and tick labels of the y axis, and its label. */
-static void y_axis(lmc_strbuf *b, const axis_map *y, const frame *f)
+/* An axis's grid lines and tick labels: across the plot at each tick, labels left (y) or under (x).
+ */
+static void ticks(lmc_strbuf *b, const axis_map *m, const frame *f, bool vertical)
 {
     char t[48];
-    for (size_t i = 0; i < y->n_ticks; i++) {
-        double py = px(y, y->ticks[i]);
-        tick_label(y, y->ticks[i], t, sizeof(t));
-        lmc_strbuf_printf(b,
-                          "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-                          PLOT_LEFT, py, PLOT_RIGHT, py, PLOT_LEFT - 6, py + 4, t);
+    for (size_t i = 0; i < m->n_ticks; i++) {
+        double p = px(m, m->ticks[i]);
+        tick_label(m, m->ticks[i], t, sizeof(t));
+        if (vertical)
+            lmc_strbuf_printf(b,
+                              "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                              "text-anchor=\"end\">%s</text>\n",
+                              PLOT_LEFT, p, PLOT_RIGHT, p, PLOT_LEFT - 6, p + 4, t);
+        else
+            lmc_strbuf_printf(b,
+                              "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" "
+                              "y2=\"%.1f\"/><text x=\"%.1f\" y=\"%.1f\" "
+                              "text-anchor=\"middle\">%s</text>\n",
+                              p, f->top, p, f->bottom, p, f->bottom + 18, t);
     }
+}
+
+/* The y axis: ticks, its line, its label (turned). */
+static void y_axis(lmc_strbuf *b, const axis_map *y, const frame *f)
+{
+    ticks(b, y, f, true);
     lmc_strbuf_printf(b, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                       PLOT_LEFT, f->top, PLOT_LEFT, f->bottom);
     double mid = (f->top + f->bottom) / 2;
@@ -586,19 +601,18 @@ static void x_label(lmc_strbuf *b, const char *label, const frame *f)
     lmc_strbuf_puts(b, "</text>\n");
 }
 
-static void x_axis(lmc_strbuf *b, const axis_map *x, const frame *f)
+/* The x axis line under the plot, from the left edge to the right. */
+static void x_line(lmc_strbuf *b, const frame *f)
 {
-    char t[48];
-    for (size_t i = 0; i < x->n_ticks; i++) {
-        double p = px(x, x->ticks[i]);
-        tick_label(x, x->ticks[i], t, sizeof(t));
-        lmc_strbuf_printf(b,
-                          "<line class=\"grid\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
-                          "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
-                          p, f->top, p, f->bottom, p, f->bottom + 18, t);
-    }
     lmc_strbuf_printf(b, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
                       PLOT_LEFT, f->bottom, PLOT_RIGHT, f->bottom);
+}
+
+/* The x axis: ticks, its line, its label. */
+static void x_axis(lmc_strbuf *b, const axis_map *x, const frame *f)
+{
+    ticks(b, x, f, false);
+    x_line(b, f);
     x_label(b, x->a->label, f);
 }
 
@@ -876,8 +890,7 @@ void lmc_report_histogram(lmc_report *r, const lmc_report_bars *h)
             lmc_strbuf_printf(b, ": %s</title></rect>\n", vs);
         }
     }
-    lmc_strbuf_printf(b, "<line class=\"axis\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n",
-                      PLOT_LEFT, f.bottom, PLOT_RIGHT, f.bottom);
+    x_line(b, &f);
     x_label(b, h->x_label, &f);
 close:
     lmc_strbuf_puts(b, "</svg>\n");
