@@ -27,23 +27,6 @@
 
 #define Q(m) LMC_TRACE_QUALNAME_PREFIX m
 
-static int setup(void **state)
-{
-    tt_trace_file *f = calloc(1, sizeof(*f));
-    tt_trace_file_init(f, "abc");
-    tt_log_capture_start();
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tt_log_capture_stop();
-    tt_trace_file_free(*state);
-    free(*state);
-    return 0;
-}
-
 /* A key: model, hash number, salt. */
 static lmc_object_key key(const char *model, uint32_t n, const char *salt)
 {
@@ -398,7 +381,7 @@ static void test_missing_file_is_an_error_naming_it(void **state)
 
 int main(void)
 {
-#define T(f) cmocka_unit_test_setup_teardown(f, setup, teardown)
+#define T(f) cmocka_unit_test_setup_teardown(f, tt_trace_file_setup, tt_trace_file_teardown)
     const struct CMUnitTest tests[] = {
         T(test_counts_keys_unique_keys_and_footprint_from_the_layouts),
         T(test_summary_counts_keys_but_reads_no_reads_and_has_no_curve),

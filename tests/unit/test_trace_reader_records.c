@@ -23,23 +23,6 @@
 
 #define QUAL(m) LMC_TRACE_QUALNAME_PREFIX m
 
-static int setup(void **state)
-{
-    tt_trace_file *f = calloc(1, sizeof(*f));
-    tt_trace_file_init(f, "");
-    tt_log_capture_start();
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    tt_log_capture_stop();
-    tt_trace_file_free(*state);
-    free(*state);
-    return 0;
-}
-
 /* n records alternating finish_write / reserve_write with arg "i" = i. */
 static void write_file(void **state, int n, bool break_record_1)
 {
@@ -151,15 +134,13 @@ static void test_decode_args_with_no_current_record_is_invalid(void **state)
 
 int main(void)
 {
+#define T(f) cmocka_unit_test_setup_teardown(f, tt_trace_file_setup, tt_trace_file_teardown)
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_next_record_gives_time_and_qualname_without_args,
-                                        setup, teardown),
-        cmocka_unit_test_setup_teardown(test_decode_args_decodes_only_the_records_asked_for, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(
-            test_args_that_do_not_decode_are_an_error_and_the_record_stays, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_decode_args_with_no_current_record_is_invalid, setup,
-                                        teardown),
+        T(test_next_record_gives_time_and_qualname_without_args),
+        T(test_decode_args_decodes_only_the_records_asked_for),
+        T(test_args_that_do_not_decode_are_an_error_and_the_record_stays),
+        T(test_decode_args_with_no_current_record_is_invalid),
     };
+#undef T
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -242,3 +242,21 @@ void tt_trace_file_free(tt_trace_file *f)
     msgpack_sbuffer_destroy(&f->sb);
     tt_rmtree(f->dir);
 }
+
+int tt_trace_file_setup(void **state)
+{
+    tt_trace_file *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    tt_trace_file_init(f, "abc");
+    tt_log_capture_start();
+    *state = f;
+    return 0;
+}
+
+int tt_trace_file_teardown(void **state)
+{
+    tt_log_capture_stop();
+    tt_trace_file_free(*state);
+    free(*state);
+    return 0;
+}

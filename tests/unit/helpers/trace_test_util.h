@@ -66,4 +66,11 @@ void tt_trace_file_init(tt_trace_file *f, const char *digest);
 void tt_trace_file_write(const tt_trace_file *f);
 void tt_trace_file_free(tt_trace_file *f);
 
+/*
+ * cmocka setup and teardown around a tt_trace_file (digest "abc") in
+ * *state, with the log captured.
+ */
+int tt_trace_file_setup(void **state);
+int tt_trace_file_teardown(void **state);
+
 #endif
