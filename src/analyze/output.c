@@ -212,6 +212,9 @@ static void term_workload(lmc_strbuf *b, const lmc_analyze_result *r)
     lmc_strbuf_puts(b, "\nWorkload\n");
     lmc_analyze_fmt_count(r->requests, c, sizeof(c));
     row(b, "requests (lookups)", c);
+    if (r->requests == 0)
+        lmc_strbuf_puts(b, "  (no submit_prefetch_task record: nothing was looked up, so there is\n"
+                           "  no key, reuse or curve to show)\n");
     lmc_analyze_fmt_count(r->keys, c, sizeof(c));
     snprintf(v, sizeof(v), "%s (%.1f per request)", c,
              r->requests ? (double)r->keys / (double)r->requests : 0.0);
