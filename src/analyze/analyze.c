@@ -15,10 +15,12 @@
  * share a fingerprint with odds of about n^2 / 2^97 among n keys (below
  * 10^-11 for a billion keys), which is far below any figure printed.
  *
- * A lookup's keys are processed in batches: hash and prefetch every key's
- * slot, then find the ids and prefetch their stack-distance state, then
- * the tree nodes it points at, then run the accesses in order. Each key's
- * work is a chain of dependent cache misses; the batch overlaps them.
+ * The decoding thread (the caller's) finds each looked-up key's group,
+ * counts it, hashes it and decides whether it is sampled; the sampled
+ * accesses go to the worker (analyze/worker.h), whose apply does the key
+ * set, the distinct-key tallies and the curve -- on its own thread in a
+ * full analysis, inline in a summary. The two halves cost about the same,
+ * so a full analysis uses both cores.
  *
  * Threads: none.
  */
@@ -31,7 +33,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
-#include "analyze/mrc_worker.h"
+#include "analyze/worker.h"
 #include "trace/marker.h"
 #include "trace/ops.h"
 #include "trace/recorder.h"
@@ -40,7 +42,7 @@
 #define SHORT_TRACE_BUCKETS 32
 #define FINEST_BUCKET_S (1.0 / 64)
 #define SAMPLE_BITS 24
-#define BATCH 16
+#define WINDOW 16 /* accesses whose cache misses the worker overlaps */
 
 /* A key's fingerprint and id: h1 (64 bits), then 32 bits of h2 and the id + 1 (0: empty). */
 typedef struct key_slot {
@@ -56,31 +58,46 @@ typedef struct key_set {
 } key_set;
 
 typedef struct group {
-    lmc_analyze_group g;
-    uint64_t seed; /* a hash of the model name and salt contents, for sampling */
+    lmc_analyze_group g; /* unique_keys and footprint_bytes stay 0: the tally has them */
+    uint64_t seed;       /* a hash of the model name and salt contents, for sampling */
 } group;
+
+/*
+ * What the key accesses build: the key set, the distinct keys and their
+ * bytes (in all and per group number), object sizes, and the curve. The
+ * worker's apply writes it (on its thread in a full analysis); the
+ * results read it after a sync.
+ */
+typedef struct tally {
+    key_set keys;
+    uint64_t unique, footprint;
+    uint64_t min_size, max_size;
+    uint64_t *g_unique, *g_footprint;
+    size_t g_cap;
+    lmc_mrc *mrc; /* NULL: no curve (a summary) */
+} tally;
 
 struct lmc_analyze {
     bool full;
     bool sampled;
     double rate;        /* as used: threshold / 2^SAMPLE_BITS */
     uint64_t threshold; /* a key is sampled when its hash's top bits are below it */
-    key_set keys;
+    tally t;
     group *groups;
     size_t n_groups, groups_cap;
     uint32_t *index; /* group number + 1 per slot; 0 empty */
     size_t index_cap;
-    size_t last; /* the group of the previous key */
-    lmc_mrc *mrc;
-    lmc_mrc_worker *worker; /* feeds mrc from its own thread */
+    size_t last;                /* the group of the previous key */
+    lmc_analyze_worker *worker; /* applies the key accesses to t, on its thread when full */
     const char *q_lookup, *q_read;
     size_t q_lookup_len, q_read_len;
     lmc_analyze_result tot; /* the scalar totals (no arrays) */
-    uint64_t sampled_unique, sampled_footprint;
     lmc_analyze_bucket *buckets;
     size_t n_buckets; /* in use */
     double bucket_s;
 };
+
+static bool apply(void *ctx, const lmc_analyze_access *v, size_t n);
 
 double lmc_analyze_auto_rate(uint64_t file_bytes)
 {
@@ -108,17 +125,18 @@ lmc_status lmc_analyze_create(const lmc_analyze_options *o, lmc_analyze **out, l
     a->sampled = a->threshold < (1u << SAMPLE_BITS);
     a->rate = a->sampled ? (double)a->threshold / (double)(1u << SAMPLE_BITS) : 1.0;
     a->bucket_s = FINEST_BUCKET_S;
-    a->tot.min_object_bytes = UINT64_MAX;
+    a->t.min_size = UINT64_MAX;
     a->q_lookup = lmc_trace_op_qualname(LMC_TRACE_OP_SUBMIT_PREFETCH);
     a->q_read = lmc_trace_op_qualname(LMC_TRACE_OP_READ_ENTER);
     a->q_lookup_len = strlen(a->q_lookup);
     a->q_read_len = strlen(a->q_read);
     if (a->full) {
         lmc_mrc_options mo = {.sample_rate = a->rate, .sizes = o->sizes, .n_sizes = o->n_sizes};
-        if ((a->mrc = lmc_mrc_create(&mo)) == NULL ||
-            (a->worker = lmc_mrc_worker_create(a->mrc)) == NULL)
+        if ((a->t.mrc = lmc_mrc_create(&mo)) == NULL)
             goto nomem;
     }
+    if ((a->worker = lmc_analyze_worker_create(apply, &a->t, a->full)) == NULL)
+        goto nomem;
     *out = a;
     return LMC_OK;
 nomem:
@@ -130,11 +148,13 @@ void lmc_analyze_destroy(lmc_analyze *a)
 {
     if (a == NULL)
         return;
-    free(a->keys.slots);
+    lmc_analyze_worker_destroy(a->worker);
+    free(a->t.keys.slots);
+    free(a->t.g_unique);
+    free(a->t.g_footprint);
+    lmc_mrc_destroy(a->t.mrc);
     free(a->groups);
     free(a->index);
-    lmc_mrc_worker_destroy(a->worker);
-    lmc_mrc_destroy(a->mrc);
     free(a->buckets);
     free(a);
 }
@@ -197,6 +217,75 @@ static inline void key_set_prefetch(const key_set *ks, uint64_t h1)
 {
     if (ks->cap > 0)
         __builtin_prefetch(&ks->slots[key_home(ks, h1)]);
+}
+
+/* Room for group number g in the tally's per-group arrays. */
+static bool tally_group(tally *t, uint32_t g)
+{
+    if (g < t->g_cap)
+        return true;
+    size_t cap = t->g_cap ? t->g_cap : 8;
+    while (cap <= g)
+        cap *= 2;
+    uint64_t *u = realloc(t->g_unique, cap * sizeof(*u));
+    if (u == NULL)
+        return false;
+    t->g_unique = u;
+    uint64_t *f = realloc(t->g_footprint, cap * sizeof(*f));
+    if (f == NULL)
+        return false;
+    t->g_footprint = f;
+    memset(u + t->g_cap, 0, (cap - t->g_cap) * sizeof(*u));
+    memset(f + t->g_cap, 0, (cap - t->g_cap) * sizeof(*f));
+    t->g_cap = cap;
+    return true;
+}
+
+/*
+ * The worker's apply (worker.h): accesses in windows of WINDOW, each
+ * window's key-set slots prefetched, then its ids found (new keys
+ * tallied) and their stack-distance state prefetched, then the tree
+ * words that state points at, then the curve's accesses in order. Every
+ * step is a cache miss that depends on the one before; a window overlaps
+ * them.
+ */
+static bool apply(void *ctx, const lmc_analyze_access *v, size_t n)
+{
+    tally *t = ctx;
+    uint32_t ids[WINDOW];
+    for (size_t at = 0; at < n; at += WINDOW) {
+        size_t m = n - at < WINDOW ? n - at : WINDOW;
+        const lmc_analyze_access *w = v + at;
+        for (size_t j = 0; j < m; j++)
+            key_set_prefetch(&t->keys, w[j].h1);
+        for (size_t j = 0; j < m; j++) {
+            bool fresh;
+            if (!key_set_find(&t->keys, w[j].h1, w[j].h2, &ids[j], &fresh))
+                return false;
+            if (t->mrc != NULL)
+                lmc_mrc_prefetch_id(t->mrc, ids[j]);
+            if (!fresh)
+                continue;
+            if (!tally_group(t, w[j].group))
+                return false;
+            uint64_t size = w[j].size;
+            t->unique++;
+            t->footprint += size;
+            t->g_unique[w[j].group]++;
+            t->g_footprint[w[j].group] += size;
+            t->min_size = size < t->min_size ? size : t->min_size;
+            t->max_size = size > t->max_size ? size : t->max_size;
+        }
+        if (t->mrc == NULL)
+            continue;
+        for (size_t j = 0; j < m; j++)
+            lmc_mrc_prefetch_last(t->mrc, ids[j]);
+        for (size_t j = 0; j < m; j++) {
+            if (lmc_mrc_access(t->mrc, ids[j], w[j].size, w[j].replica) != LMC_OK)
+                return false;
+        }
+    }
+    return true;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -358,71 +447,6 @@ static lmc_status nomem(lmc_error *err)
     return lmc_error_set(err, LMC_ERR_NOMEM, "analyze: out of memory");
 }
 
-/* One key of a lookup on its way through the batch. */
-typedef struct pending_key {
-    uint64_t h1;
-    uint32_t h2;
-    uint32_t id;
-    unsigned replica;
-    group *g;
-} pending_key;
-
-/*
- * Keys items[0..n) of a lookup with objects of size bytes: counts, key
- * set, curve; the first key's group is credited with the request when
- * *first is set (then cleared).
- */
-static lmc_status lookup_batch(lmc_analyze *a, const lmc_tv *items, size_t n, uint64_t size,
-                               lmc_analyze_bucket *b, bool *first, lmc_error *err)
-{
-    pending_key p[BATCH];
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (items[i].kind != LMC_TV_OBJECT_KEY)
-            continue;
-        const lmc_object_key *k = items[i].u.key;
-        group *g = group_of(a, k);
-        if (g == NULL)
-            return nomem(err);
-        if (*first) {
-            g->g.requests++;
-            *first = false;
-        }
-        g->g.keys++;
-        a->tot.keys++;
-        if (b != NULL)
-            b->keys++;
-        uint64_t h = sample_hash(g, k);
-        if (a->sampled && (h >> (64 - SAMPLE_BITS)) >= a->threshold)
-            continue;
-        p[m] = (pending_key){.h1 = lmc_object_key_hash(k),
-                             .h2 = (uint32_t)(h >> 8),
-                             .replica = (unsigned)(h & (LMC_MRC_GROUPS - 1)),
-                             .g = g};
-        key_set_prefetch(&a->keys, p[m].h1);
-        m++;
-    }
-    for (size_t j = 0; j < m; j++) {
-        bool fresh;
-        if (!key_set_find(&a->keys, p[j].h1, p[j].h2, &p[j].id, &fresh))
-            return nomem(err);
-        if (a->worker != NULL &&
-            lmc_mrc_worker_push(a->worker, p[j].id, size, p[j].replica) != LMC_OK)
-            return nomem(err);
-        if (!fresh)
-            continue;
-        a->sampled_unique++;
-        a->sampled_footprint += size;
-        p[j].g->g.unique_keys++;
-        p[j].g->g.footprint_bytes += size;
-        if (size < a->tot.min_object_bytes)
-            a->tot.min_object_bytes = size;
-        if (size > a->tot.max_object_bytes)
-            a->tot.max_object_bytes = size;
-    }
-    return LMC_OK;
-}
-
 static lmc_status lookup(lmc_analyze *a, const lmc_trace_record *rec, lmc_analyze_bucket *b,
                          lmc_error *err)
 {
@@ -438,11 +462,31 @@ static lmc_status lookup(lmc_analyze *a, const lmc_trace_record *rec, lmc_analyz
     if (b != NULL)
         b->requests++;
     bool first = true;
-    for (size_t i = 0; i < n; i += BATCH) {
-        lmc_status st =
-            lookup_batch(a, items + i, n - i < BATCH ? n - i : BATCH, size, b, &first, err);
-        if (st != LMC_OK)
-            return st;
+    for (size_t i = 0; i < n; i++) {
+        if (items[i].kind != LMC_TV_OBJECT_KEY)
+            continue;
+        const lmc_object_key *k = items[i].u.key;
+        group *g = group_of(a, k);
+        if (g == NULL)
+            return nomem(err);
+        if (first) {
+            g->g.requests++;
+            first = false;
+        }
+        g->g.keys++;
+        a->tot.keys++;
+        if (b != NULL)
+            b->keys++;
+        uint64_t h = sample_hash(g, k);
+        if (a->sampled && (h >> (64 - SAMPLE_BITS)) >= a->threshold)
+            continue;
+        lmc_analyze_access acc = {.h1 = lmc_object_key_hash(k),
+                                  .size = size,
+                                  .h2 = (uint32_t)(h >> 8),
+                                  .group = (uint32_t)(g - a->groups),
+                                  .replica = (uint32_t)(h & (LMC_MRC_GROUPS - 1))};
+        if (lmc_analyze_worker_push(a->worker, &acc) != LMC_OK)
+            return nomem(err);
     }
     return LMC_OK;
 }
@@ -512,7 +556,7 @@ static uint64_t estimate(const lmc_analyze *a, uint64_t sampled)
 
 lmc_status lmc_analyze_result_get(lmc_analyze *a, lmc_analyze_result *out, lmc_error *err)
 {
-    if (a->worker != NULL && lmc_mrc_worker_sync(a->worker) != LMC_OK) {
+    if (lmc_analyze_worker_sync(a->worker) != LMC_OK) {
         memset(out, 0, sizeof(*out));
         return nomem(err);
     }
@@ -523,10 +567,11 @@ lmc_status lmc_analyze_result_get(lmc_analyze *a, lmc_analyze_result *out, lmc_e
     memset(&out->mrc, 0, sizeof(out->mrc));
     out->sample_rate = a->rate;
     out->estimated = a->sampled;
-    out->unique_keys = estimate(a, a->sampled_unique);
-    out->footprint_bytes = estimate(a, a->sampled_footprint);
-    if (a->sampled_unique == 0)
-        out->min_object_bytes = 0;
+    const tally *t = &a->t;
+    out->unique_keys = estimate(a, t->unique);
+    out->footprint_bytes = estimate(a, t->footprint);
+    out->min_object_bytes = t->unique > 0 ? t->min_size : 0;
+    out->max_object_bytes = t->max_size;
     out->recorded_hit_rate = out->keys > 0 ? (double)out->keys_read / (double)out->keys : 0.0;
     if (a->n_groups > 0) {
         out->groups = malloc(a->n_groups * sizeof(*out->groups));
@@ -534,8 +579,8 @@ lmc_status lmc_analyze_result_get(lmc_analyze *a, lmc_analyze_result *out, lmc_e
             goto nomem;
         for (size_t i = 0; i < a->n_groups; i++) {
             out->groups[i] = a->groups[i].g;
-            out->groups[i].unique_keys = estimate(a, a->groups[i].g.unique_keys);
-            out->groups[i].footprint_bytes = estimate(a, a->groups[i].g.footprint_bytes);
+            out->groups[i].unique_keys = i < t->g_cap ? estimate(a, t->g_unique[i]) : 0;
+            out->groups[i].footprint_bytes = i < t->g_cap ? estimate(a, t->g_footprint[i]) : 0;
         }
         out->n_groups = a->n_groups;
         qsort(out->groups, out->n_groups, sizeof(*out->groups), cmp_group);
@@ -549,7 +594,7 @@ lmc_status lmc_analyze_result_get(lmc_analyze *a, lmc_analyze_result *out, lmc_e
             size_t factor = (size_t)llround(out->bucket_s / a->bucket_s);
             out->n_buckets = merge_buckets(a->buckets, a->n_buckets, factor, out->buckets);
         }
-        if (lmc_mrc_result_get(a->mrc, &out->mrc) != LMC_OK)
+        if (lmc_mrc_result_get(a->t.mrc, &out->mrc) != LMC_OK)
             goto nomem;
     }
     return LMC_OK;

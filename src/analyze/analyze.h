@@ -6,8 +6,9 @@
  * Owns: the set of distinct keys looked up, the per (model, cache_salt)
  * counts, the request/key rate buckets, and (full analysis) the LRU
  * miss-ratio curve and reuse histograms (analyze/mrc.h) of the lookups'
- * keys, fed from a thread of its own (analyze/mrc_worker.h) so that
- * decoding and the stack-distance walks use two cores.
+ * keys. The key set, the distinct-key tallies and the curve are fed
+ * through analyze/worker.h, on a thread of their own in a full analysis,
+ * so that decoding and that work use two cores.
  *
  * Definitions (docs/cli.md says the same to users):
  *   request        one submit_prefetch_task record (a lookup);
@@ -48,7 +49,7 @@
  * finish -- `trace info` does this inside its own pass.
  *
  * Threads: an analysis belongs to one thread; a full one runs a worker
- * thread ("analyze-mrc") between create and destroy.
+ * thread ("analyze-keys") between create and destroy.
  */
 #ifndef LMC_ANALYZE_ANALYZE_H
 #define LMC_ANALYZE_ANALYZE_H

@@ -1,19 +1,17 @@
 /*
- * mrc_worker.c -- a miss-ratio curve fed from another thread (see
- * mrc_worker.h).
+ * worker.c -- an analysis's key accesses applied in batches (see
+ * worker.h).
  *
  * Owns the batches: the pusher fills `cur`; a full batch goes to the
  * back of `full` (a FIFO), and the pusher takes an empty one from `spare`,
  * waiting when there is none. The worker takes batches from the front of
  * `full` in order and applies them. One mutex guards both lists and the
  * flags; a batch itself belongs to whoever took it off a list, so the
- * accesses are copied without a lock. Within a batch, accesses go in
- * windows of 16: the ids' state is prefetched, then the tree words it
- * points at, then the accesses run in order (mrc.h, stackdist.h).
+ * accesses are copied without a lock.
  *
- * Threads: the owner's (push, sync) and "analyze-mrc".
+ * Threads: the owner's (push, sync) and "analyze-keys".
  */
-#include "analyze/mrc_worker.h"
+#include "analyze/worker.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -21,21 +19,15 @@
 
 #define BATCH_ACCESSES 8192
 #define BATCHES 4
-#define WINDOW 16
-
-typedef struct access {
-    uint32_t id;
-    uint32_t group;
-    uint64_t size;
-} access;
 
 typedef struct batch {
-    access v[BATCH_ACCESSES];
+    lmc_analyze_access v[BATCH_ACCESSES];
     size_t n;
 } batch;
 
-struct lmc_mrc_worker {
-    lmc_mrc *mrc;
+struct lmc_analyze_worker {
+    lmc_analyze_apply_fn apply;
+    void *ctx;
     pthread_t thread;
     bool threaded;
     pthread_mutex_t mu;
@@ -50,27 +42,10 @@ struct lmc_mrc_worker {
     bool failed;
 };
 
-/* Apply a batch to the curve; false when memory ran out. */
-static bool apply(lmc_mrc *m, const batch *b)
-{
-    for (size_t at = 0; at < b->n; at += WINDOW) {
-        size_t end = at + WINDOW < b->n ? at + WINDOW : b->n;
-        for (size_t i = at; i < end; i++)
-            lmc_mrc_prefetch_id(m, b->v[i].id);
-        for (size_t i = at; i < end; i++)
-            lmc_mrc_prefetch_last(m, b->v[i].id);
-        for (size_t i = at; i < end; i++) {
-            if (lmc_mrc_access(m, b->v[i].id, b->v[i].size, b->v[i].group) != LMC_OK)
-                return false;
-        }
-    }
-    return true;
-}
-
 static void *run(void *arg)
 {
-    lmc_mrc_worker *w = arg;
-    pthread_setname_np(pthread_self(), "analyze-mrc");
+    lmc_analyze_worker *w = arg;
+    pthread_setname_np(pthread_self(), "analyze-keys");
     pthread_mutex_lock(&w->mu);
     for (;;) {
         while (w->n_full == 0 && !w->stop)
@@ -83,7 +58,7 @@ static void *run(void *arg)
         w->busy = true;
         bool skip = w->failed || w->stop; /* a failed curve stays incomplete; a stop drops */
         pthread_mutex_unlock(&w->mu);
-        bool ok = skip || apply(w->mrc, b);
+        bool ok = skip || w->apply(w->ctx, b->v, b->n);
         pthread_mutex_lock(&w->mu);
         if (!ok)
             w->failed = true;
@@ -96,29 +71,30 @@ static void *run(void *arg)
     return NULL;
 }
 
-lmc_mrc_worker *lmc_mrc_worker_create(lmc_mrc *m)
+lmc_analyze_worker *lmc_analyze_worker_create(lmc_analyze_apply_fn apply, void *ctx, bool threaded)
 {
-    lmc_mrc_worker *w = calloc(1, sizeof(*w));
+    lmc_analyze_worker *w = calloc(1, sizeof(*w));
     if (w == NULL)
         return NULL;
-    w->mrc = m;
+    w->apply = apply;
+    w->ctx = ctx;
     pthread_mutex_init(&w->mu, NULL);
     pthread_cond_init(&w->cv, NULL);
     for (size_t i = 0; i < BATCHES; i++) {
         batch *b = malloc(sizeof(*b));
         if (b == NULL) {
-            lmc_mrc_worker_destroy(w);
+            lmc_analyze_worker_destroy(w);
             return NULL;
         }
         b->n = 0;
         w->spare[w->n_spare++] = b;
     }
     w->cur = w->spare[--w->n_spare];
-    w->threaded = pthread_create(&w->thread, NULL, run, w) == 0;
+    w->threaded = threaded && pthread_create(&w->thread, NULL, run, w) == 0;
     return w;
 }
 
-void lmc_mrc_worker_destroy(lmc_mrc_worker *w)
+void lmc_analyze_worker_destroy(lmc_analyze_worker *w)
 {
     if (w == NULL)
         return;
@@ -140,10 +116,10 @@ void lmc_mrc_worker_destroy(lmc_mrc_worker *w)
 }
 
 /* Hand the current batch to the worker (or apply it inline) and take an empty one. */
-static lmc_status submit(lmc_mrc_worker *w)
+static lmc_status submit(lmc_analyze_worker *w)
 {
     if (!w->threaded) {
-        bool ok = !w->failed && apply(w->mrc, w->cur);
+        bool ok = !w->failed && w->apply(w->ctx, w->cur->v, w->cur->n);
         w->cur->n = 0;
         w->failed = !ok;
         return ok ? LMC_OK : LMC_ERR_NOMEM;
@@ -160,14 +136,14 @@ static lmc_status submit(lmc_mrc_worker *w)
     return failed ? LMC_ERR_NOMEM : LMC_OK;
 }
 
-lmc_status lmc_mrc_worker_push(lmc_mrc_worker *w, uint32_t id, uint64_t size, unsigned group)
+lmc_status lmc_analyze_worker_push(lmc_analyze_worker *w, const lmc_analyze_access *a)
 {
     batch *b = w->cur;
-    b->v[b->n++] = (access){id, group, size};
+    b->v[b->n++] = *a;
     return b->n == BATCH_ACCESSES ? submit(w) : LMC_OK;
 }
 
-lmc_status lmc_mrc_worker_sync(lmc_mrc_worker *w)
+lmc_status lmc_analyze_worker_sync(lmc_analyze_worker *w)
 {
     if (w->cur->n > 0) {
         lmc_status st = submit(w);
