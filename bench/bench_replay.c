@@ -21,6 +21,8 @@
  *                        (read, decode, key set, exact LRU curve, buckets) over
  *                        200,000 lookups of 16 keys (3.2 M accesses, skewed over
  *                        40,000 documents: replay/synth.h) [>= 5 M/s]
+ *   engine_virtual_speedup the same in mode engine (each lookup served as a
+ *                        request by the server's request logic)
  * Trace files are written to /dev/shm when it exists (else $TMPDIR or /tmp)
  * and removed afterwards. The Mooncake trace is ../shared/traces/ beside the
  * source tree; without it the fixture comes from the synthetic chat
@@ -102,16 +104,16 @@ static double analyze_pass(const char *path)
     return (double)keys / s;
 }
 
-/* Replay path with flags argv[0..argc) (after the program name) at scale and pace. */
+/* Replay path with flags argv[0..argc) (after the program name) at scale, pace and mode. */
 static int replay_with(const char *path, int argc, char **argv, double scale, lmc_replay_pace pace,
-                       lmc_replay_result *res)
+                       lmc_replay_mode mode, lmc_replay_result *res)
 {
     lmc_sm_config cfg;
     lmc_sm_config_init(&cfg);
     lmc_error err;
     int rc = -1;
     if (lmc_sm_config_parse_all(&cfg, argc, argv, &err) == LMC_OK) {
-        lmc_replay_options opt = {.time_scale = scale, .pace = pace};
+        lmc_replay_options opt = {.time_scale = scale, .pace = pace, .mode = mode};
         if (lmc_replay_run(&cfg, path, &opt, res, &err) == LMC_OK)
             rc = 0;
         else
@@ -124,19 +126,19 @@ static int replay_with(const char *path, int argc, char **argv, double scale, lm
 static int replay(const char *path, double scale, lmc_replay_result *res)
 {
     char *argv[] = {"bench", "--l1-size-gb", "1", "--eviction-policy", "LRU", NULL};
-    return replay_with(path, 5, argv, scale, LMC_REPLAY_PACE_REALTIME, res);
+    return replay_with(path, 5, argv, scale, LMC_REPLAY_PACE_REALTIME, LMC_REPLAY_MODE_CALLS, res);
 }
 
 /* Wall seconds of a whole --pace virtual replay (StorageManager create to destroy); < 0 on error.
  */
-static double virtual_replay_s(const char *path, int argc, char **argv)
+static double virtual_replay_s(const char *path, int argc, char **argv, lmc_replay_mode mode)
 {
     lmc_replay_result res;
     /* Reads that miss are logged one by one; that is not what is measured here. */
     lmc_log_level level = lmc_log_get_level();
     lmc_log_set_level(LMC_LOG_ERROR);
     uint64_t t0 = lmc_mono_ns();
-    int rc = replay_with(path, argc, argv, 1.0, LMC_REPLAY_PACE_VIRTUAL, &res);
+    int rc = replay_with(path, argc, argv, 1.0, LMC_REPLAY_PACE_VIRTUAL, mode, &res);
     double s = (double)(lmc_mono_ns() - t0) / 1e9;
     lmc_log_set_level(level);
     if (rc != 0)
@@ -146,14 +148,16 @@ static double virtual_replay_s(const char *path, int argc, char **argv)
 }
 
 /*
- * Replay path in virtual time ctx->repeats times and report the median of
- * amount / wall seconds as metric; 1 when a replay fails. v has a slot per repeat.
+ * Replay path in virtual time (in mode) ctx->repeats times and report the
+ * median of amount / wall seconds as metric; 1 when a replay fails. v has
+ * a slot per repeat.
  */
 static int report_virtual(const lmc_bench_ctx *ctx, const char *metric, const char *unit,
-                          const char *path, int argc, char **argv, double amount, double *v)
+                          const char *path, int argc, char **argv, lmc_replay_mode mode,
+                          double amount, double *v)
 {
     for (int r = 0; r < ctx->repeats; r++) {
-        double s = virtual_replay_s(path, argc, argv);
+        double s = virtual_replay_s(path, argc, argv, mode);
         if (s <= 0)
             return 1;
         v[r] = amount / s;
@@ -290,7 +294,7 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
     if (write_trace(path, n_virt, 1e-6, 4096) == 0) {
         char *argv[] = {"bench", "--l1-size-gb", "1", "--eviction-policy", "LRU", NULL};
         rc |= report_virtual(ctx, "virtual_records_per_s", "records/s", path, 5, argv,
-                             (double)n_virt, v);
+                             LMC_REPLAY_MODE_CALLS, (double)n_virt, v);
     } else {
         lmc_bench_note(ctx, "virtual_records_per_s", "cannot write the scratch trace");
         rc = 1;
@@ -310,7 +314,10 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
                         "--l2-adapter",
                         "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 10}",
                         NULL};
-        rc |= report_virtual(ctx, "virtual_speedup", "x", path, 7, argv, span, v);
+        rc |= report_virtual(ctx, "virtual_speedup", "x", path, 7, argv, LMC_REPLAY_MODE_CALLS,
+                             span, v);
+        rc |= report_virtual(ctx, "engine_virtual_speedup", "x", path, 7, argv,
+                             LMC_REPLAY_MODE_ENGINE, span, v);
     } else {
         lmc_bench_note(ctx, "virtual_speedup", "cannot write the fixture trace");
         rc = 1;

@@ -53,11 +53,11 @@ void lmc_client_config_init(lmc_client_config *cfg);
 
 /*
  * Connect, create the shm region (named "/lmcache-client-<pid>-<n>",
- * unlinked at destroy), register it (register_kv_cache) and read the
- * server's chunk size (get_chunk_size).
+ * unlinked once registered: the server keeps its mapping), register it
+ * (register_kv_cache) and read the server's chunk size (get_chunk_size).
  */
 lmc_status lmc_client_create(const lmc_client_config *cfg, lmc_client **out, lmc_error *err);
-/* unregister_kv_cache (best effort), close, unlink the region. */
+/* unregister_kv_cache (best effort), close, unmap the region (unlink it if never registered). */
 void lmc_client_destroy(lmc_client *c);
 
 int64_t lmc_client_chunk_size(const lmc_client *c);

@@ -54,6 +54,13 @@ typedef struct lmc_sm_config {
     char *eviction_policy;    /* --eviction-policy (required) */
     double trigger_watermark; /* --eviction-trigger-watermark, default 0.8 */
     double eviction_ratio;    /* --eviction-ratio, default 0.2 */
+    /*
+     * --enable-extra-logging and --extra-logging-interval (default false,
+     * 10.0 s): kept in the config (LMCache's EvictionConfig has them); the
+     * eviction here logs nothing extra.
+     */
+    bool extra_logging_enabled;
+    double extra_logging_interval;
     /* L2 */
     struct lmc_json **l2_adapters; /* --l2-adapter, repeatable, each a validated object */
     size_t n_l2_adapters;

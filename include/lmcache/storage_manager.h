@@ -101,6 +101,16 @@ size_t lmc_sm_reserve_write(lmc_storage_manager *sm, const lmc_object_key *keys,
 void lmc_sm_finish_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
                          lmc_l1_error *errs);
 
+/*
+ * Give back reservations of reserve_write that will not be finished (the
+ * writer could not fill them, e.g. the server's copy from a client region
+ * failed): the objects are dropped, nothing is committed, nothing goes to
+ * L2. Keys that are not reserved-and-unfinished are left alone. Not an
+ * LMCache call (LMCache leaves such a reservation to its write TTL) and not
+ * traced, so a replay of the trace keeps it until that TTL.
+ */
+void lmc_sm_abort_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n);
+
 /* ------------------------------------------------------------------ */
 /* Prefetch / read path                                                 */
 /* ------------------------------------------------------------------ */

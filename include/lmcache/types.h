@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "lmcache/status.h"
 
@@ -40,13 +41,19 @@ const char *lmc_intern(const char *s, size_t len);
 /* ObjectKey                                                               */
 /* ---------------------------------------------------------------------- */
 
-#define LMC_CHUNK_HASH_MAX 64    /* bytes */
+#define LMC_CHUNK_HASH_MAX 64    /* bytes held in the key itself (longer: see below) */
 #define LMC_CACHE_SALT_MAX 128   /* characters (code points) */
 #define LMC_MODEL_NAME_MAX 1024  /* bytes */
 
 typedef struct lmc_object_key {
-    uint8_t chunk_hash[LMC_CHUNK_HASH_MAX]; /* bytes past chunk_hash_len are 0 */
-    uint8_t chunk_hash_len;
+    /*
+     * The hash when chunk_hash_len <= LMC_CHUNK_HASH_MAX (bytes past it are
+     * 0). A longer hash (only a key made through a cache with long_hashes
+     * set) is interned and this holds its address, then zeros: read the
+     * bytes with lmc_object_key_hash_bytes.
+     */
+    uint8_t chunk_hash[LMC_CHUNK_HASH_MAX];
+    uint32_t chunk_hash_len;
     int64_t kv_rank;
     int64_t object_group_id; /* >= 0 */
     const char *model_name;  /* interned; no '@' */
@@ -57,7 +64,8 @@ typedef struct lmc_object_key {
 /*
  * Build and validate a key. model_name and cache_salt are NUL-terminated;
  * cache_salt may be NULL for "". Errors (LMC_ERR_INVALID), each naming the
- * field: chunk_hash longer than 64 bytes; model_name containing '@';
+ * field: chunk_hash longer than 64 bytes (allowed only through a cache
+ * with long_hashes set); model_name containing '@';
  * object_group_id < 0; cache_salt containing '@', '/', '\' or NUL, or longer
  * than 128 characters.
  */
@@ -83,6 +91,14 @@ typedef struct lmc_object_key_cache {
     size_t model_len;
     const char *cache_salt;
     size_t salt_len;
+    /*
+     * Set by the caller: accept chunk hashes longer than LMC_CHUNK_HASH_MAX
+     * (up to 4 GiB - 1), kept out of line in the intern table for the life
+     * of the process. The trace decoder sets it, as LMCache takes a hash of
+     * any length; the server does not, since a client could then grow the
+     * intern table without bound.
+     */
+    bool long_hashes;
 } lmc_object_key_cache;
 
 /* lmc_object_key_make_n through a cache (NULL is fine): same key, same errors. */
@@ -91,6 +107,16 @@ lmc_status lmc_object_key_make_cached(lmc_object_key_cache *cache, lmc_object_ke
                                       const char *model_name, size_t model_len, int64_t kv_rank,
                                       int64_t object_group_id, const char *cache_salt,
                                       size_t salt_len, lmc_error *err);
+
+/* The chunk hash's chunk_hash_len bytes, wherever they are kept. */
+static inline const uint8_t *lmc_object_key_hash_bytes(const lmc_object_key *key)
+{
+    if (key->chunk_hash_len <= LMC_CHUNK_HASH_MAX)
+        return key->chunk_hash;
+    const uint8_t *p;
+    memcpy(&p, key->chunk_hash, sizeof(p));
+    return p;
+}
 
 /* Equality over all five fields. */
 bool lmc_object_key_equal(const lmc_object_key *a, const lmc_object_key *b);

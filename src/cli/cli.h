@@ -22,6 +22,8 @@ int lmc_cmd_trace_analyze(int argc, char **argv);
 /* `lmcache trace dump` and `lmcache trace slice` (cmd_trace_dump.c). */
 int lmc_cmd_trace_dump(int argc, char **argv);
 int lmc_cmd_trace_slice(int argc, char **argv);
+/* `lmcache trace compare` (cmd_trace_compare.c). */
+int lmc_cmd_trace_compare(int argc, char **argv);
 
 /* True when arg is "-h" or "--help". */
 bool lmc_cli_is_help(const char *arg);

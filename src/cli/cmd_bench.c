@@ -7,8 +7,10 @@
  * synthetic multi-round chat, src/client/workload.h), runs the load
  * generator (src/client/loadgen.h: the request cycle, threads and byte
  * checks live there) and prints its result as a table or one JSON object.
- * SIGINT during the run sets the generator's cancel flag; the report then
- * covers the requests started before it.
+ * SIGINT or SIGTERM during the run sets the generator's cancel flag: the
+ * workers stop, their clients unregister and unmap their regions (which
+ * lmc_client unlinked once registered), and the report covers the requests
+ * started before it.
  *
  * Threads: the main thread only (the load generator's workers are its own).
  */
@@ -377,9 +379,9 @@ static int report(const server_args *a, const lmc_loadgen_result *r, const char 
 /* bench server                                                            */
 /* ---------------------------------------------------------------------- */
 
-static atomic_bool g_cancel; /* set by SIGINT during a run */
+static atomic_bool g_cancel; /* set by SIGINT or SIGTERM during a run */
 
-static void on_sigint(int sig)
+static void on_stop_signal(int sig)
 {
     (void)sig;
     atomic_store(&g_cancel, true);
@@ -417,16 +419,22 @@ static int cmd_bench_server(int argc, char **argv)
     if (wl == NULL)
         return 1;
 
-    struct sigaction sa = {0}, old_sa;
-    sa.sa_handler = on_sigint;
+    /* Both stop the run the same way, so that it cleans up after itself. */
+    static const int stop_signals[] = {SIGINT, SIGTERM};
+#define N_STOP_SIGNALS (sizeof(stop_signals) / sizeof(stop_signals[0]))
+    struct sigaction sa = {0}, old_sa[N_STOP_SIGNALS];
+    sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
     atomic_store(&g_cancel, false);
     a.run.cancel = &g_cancel;
-    sigaction(SIGINT, &sa, &old_sa);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &sa, &old_sa[i]);
     lmc_loadgen_result res;
     lmc_error err;
     lmc_status st = lmc_loadgen_run(&a.run, wl, &res, &err);
-    sigaction(SIGINT, &old_sa, NULL);
+    for (size_t i = 0; i < N_STOP_SIGNALS; i++)
+        sigaction(stop_signals[i], &old_sa[i], NULL);
+#undef N_STOP_SIGNALS
     int rc = 1;
     if (st != LMC_OK) {
         fprintf(stderr, "lmcache bench server: %s\n", err.msg);

@@ -36,6 +36,8 @@
 #include "core/json.h"
 #include "core/log.h"
 #include "core/names.h"
+#include "core/strmap.h"
+#include "core/text.h"
 #include "l2/adapter.h"
 #include "replay/driver.h"
 #include "replay/output.h"
@@ -49,58 +51,22 @@
 /* Reading a whole trace (info, and replay's progress)                     */
 /* ---------------------------------------------------------------------- */
 
-typedef struct op_count {
-    char *qualname;
+/*
+ * The ops of a trace, counted per qualname in a hash map (a trace may hold
+ * any number of distinct names, NUL bytes and all) and printed sorted by
+ * their bytes, which for UTF-8 is Python's order of str.
+ */
+typedef struct op_row {
+    const char *q;
+    size_t len;
     uint64_t count;
-} op_count;
-
-typedef struct op_counts {
-    op_count *v;
-    size_t n, cap;
-    /* Traces usually interleave few qualnames: remember the last one hit. */
-    size_t last;
-} op_counts;
-
-static int count_op(op_counts *c, const char *q, size_t len)
-{
-    if (c->n > 0 && strlen(c->v[c->last].qualname) == len &&
-        memcmp(c->v[c->last].qualname, q, len) == 0) {
-        c->v[c->last].count++;
-        return 0;
-    }
-    for (size_t i = 0; i < c->n; i++) {
-        if (strlen(c->v[i].qualname) == len && memcmp(c->v[i].qualname, q, len) == 0) {
-            c->v[i].count++;
-            c->last = i;
-            return 0;
-        }
-    }
-    if (c->n == c->cap) {
-        size_t cap = c->cap ? c->cap * 2 : 16;
-        op_count *nv = realloc(c->v, cap * sizeof(*nv));
-        if (nv == NULL)
-            return -1;
-        c->v = nv;
-        c->cap = cap;
-    }
-    char *copy = strndup(q, len);
-    if (copy == NULL)
-        return -1;
-    c->v[c->n] = (op_count){copy, 1};
-    c->last = c->n++;
-    return 0;
-}
-
-static void op_counts_free(op_counts *c)
-{
-    for (size_t i = 0; i < c->n; i++)
-        free(c->v[i].qualname);
-    free(c->v);
-}
+} op_row;
 
 static int cmp_op(const void *a, const void *b)
 {
-    return strcmp(((const op_count *)a)->qualname, ((const op_count *)b)->qualname);
+    const op_row *x = a, *y = b;
+    int c = memcmp(x->q, y->q, x->len < y->len ? x->len : y->len);
+    return c != 0 ? c : (x->len > y->len) - (x->len < y->len);
 }
 
 /* One pass over a trace's records (t_mono and qualname only). */
@@ -117,7 +83,7 @@ typedef struct trace_scan {
  * (NULL: not counted) and feeding every record to keys (NULL: none; the
  * analysis decodes the lookups' args itself). -1 when memory runs out.
  */
-static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, lmc_analyze *keys)
+static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out, lmc_analyze *keys)
 {
     memset(out, 0, sizeof(*out));
     double t_mono;
@@ -131,9 +97,7 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, l
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             out->has_dropped = true;
-            int64_t n;
-            if (lmc_trace_reader_peek_int_arg(rd, "dropped_count", &n) == LMC_OK)
-                out->dropped += (uint64_t)n;
+            lmc_trace_reader_add_dropped_count(rd, &out->dropped);
             continue;
         }
         if (lmc_trace_marker_find(q, qlen) != NULL)
@@ -141,8 +105,11 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, l
         if (t_mono > out->duration && isfinite(t_mono))
             out->duration = t_mono;
         out->total++;
-        if (ops != NULL && count_op(ops, q, qlen) != 0)
+        uint64_t *n = ops != NULL ? lmc_strmap_slot(ops, q, qlen, NULL) : NULL;
+        if (ops != NULL && n == NULL)
             return -1;
+        if (n != NULL)
+            (*n)++;
         /* Last: decoding the record's args replaces q's copy of the qualname. */
         if (keys != NULL && lmc_analyze_record(keys, rd, &rec, NULL) != LMC_OK)
             return -1;
@@ -155,11 +122,16 @@ static int scan_records(lmc_trace_reader *rd, op_counts *ops, trace_scan *out, l
 /* info                                                                    */
 /* ---------------------------------------------------------------------- */
 
+/* A row of LMCache's layout; both parts may come from the trace, so both are escaped. */
 static void row(const char *label, const char *value)
 {
-    char l[128];
-    snprintf(l, sizeof(l), "%s:", label);
-    printf("  %-28s%s\n", l, value);
+    char *l = lmc_text_escape_dup(label, strlen(label));
+    char *v = lmc_text_escape_dup(value, strlen(value));
+    size_t n = l != NULL ? strlen(l) + 1 : 0;
+    printf("  %s:%*s%s\n", l != NULL ? l : "?", n < 28 ? (int)(28 - n) : 0, "",
+           v != NULL ? v : "?");
+    free(l);
+    free(v);
 }
 
 static void info_usage(FILE *out)
@@ -167,7 +139,9 @@ static void info_usage(FILE *out)
     fprintf(out, "usage: lmcache trace info [--help] [--config] [--format terminal|json] FILE\n\n"
                  "Print a trace's header fields, per-operation record counts, total records,\n"
                  "duration (the largest record t_mono), and the unique keys looked up and their\n"
-                 "footprint (the cheap summary of `lmcache trace analyze`).\n\n"
+                 "footprint (the cheap summary of `lmcache trace analyze`). FILE may be a pipe\n"
+                 "(/dev/stdin): it is read once. A record is counted exactly when LMCache's\n"
+                 "reader would yield it; frames it would reject are counted as malformed.\n\n"
                  "options:\n"
                  "  --config    print only the recorded StorageManager config (JSON, indent 2)\n"
                  "  --format F  terminal (default) or json\n");
@@ -219,7 +193,8 @@ static void info_keys_rows(const lmc_analyze_result *k)
  * NULL when memory runs out.
  */
 static char *info_json(const char *path, const lmc_trace_header *h, double duration, uint64_t total,
-                       bool has_dropped, uint64_t dropped, const op_counts *ops, bool truncated,
+                       bool has_dropped, uint64_t dropped, uint64_t malformed,
+                       const op_row *ops, size_t n_ops, bool truncated,
                        const lmc_analyze_result *k)
 {
     lmc_json *o = lmc_json_object();
@@ -248,11 +223,11 @@ static char *info_json(const char *path, const lmc_trace_header *h, double durat
     st |= lmc_json_object_set(o, "total_records", lmc_json_int((int64_t)total));
     st |= lmc_json_object_set(o, "dropped_records",
                               has_dropped ? lmc_json_int((int64_t)dropped) : lmc_json_null());
+    st |= lmc_json_object_set(o, "malformed_records", lmc_json_int((int64_t)malformed));
     st |= lmc_json_object_set(o, "truncated", lmc_json_bool(truncated));
     lmc_json *counts = lmc_json_object();
-    for (size_t i = 0; i < ops->n; i++)
-        st |=
-            lmc_json_object_set(counts, ops->v[i].qualname, lmc_json_int((int64_t)ops->v[i].count));
+    for (size_t i = 0; i < n_ops; i++)
+        st |= lmc_json_object_set(counts, ops[i].q, lmc_json_int((int64_t)ops[i].count));
     st |= lmc_json_object_set(o, "ops", counts);
     lmc_json *keys = lmc_json_object();
     st |= lmc_json_object_set(keys, "requests", lmc_json_int((int64_t)k->requests));
@@ -331,7 +306,8 @@ static int cmd_trace_info(int argc, char **argv)
         lmc_trace_reader_close(rd);
         return rc;
     }
-    op_counts ops = {0};
+    lmc_strmap *ops = lmc_strmap_create();
+    op_row *rows = NULL;
     trace_scan sc;
     int rc = 0;
     /* The unique keys and footprint come from the same pass (the analysis's summary). */
@@ -340,20 +316,24 @@ static int cmd_trace_info(int argc, char **argv)
     lmc_analyze *keys = NULL;
     lmc_analyze_result kr;
     memset(&kr, 0, sizeof(kr));
-    if (lmc_analyze_create(&ko, &keys, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace info: %s\n", err.msg);
-        lmc_trace_reader_close(rd);
-        return 1;
-    }
-    if (scan_records(rd, &ops, &sc, keys) != 0 ||
-        lmc_analyze_result_get(keys, &kr, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace info: out of memory\n");
+    if (ops == NULL || lmc_analyze_create(&ko, &keys, &err) != LMC_OK ||
+        scan_records(rd, ops, &sc, keys) != 0 || lmc_analyze_result_get(keys, &kr, &err) != LMC_OK)
         rc = 1;
+    size_t n_ops = ops != NULL ? lmc_strmap_size(ops) : 0;
+    if (rc == 0 && n_ops > 0 && (rows = calloc(n_ops, sizeof(*rows))) == NULL)
+        rc = 1;
+    if (rc != 0) {
+        fprintf(stderr, "lmcache trace info: out of memory\n");
+        goto out;
     }
-    qsort(ops.v, ops.n, sizeof(*ops.v), cmp_op);
+    for (size_t i = 0; i < n_ops; i++) {
+        rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
+        rows[i].count = lmc_strmap_value_at(ops, i);
+    }
+    qsort(rows, n_ops, sizeof(*rows), cmp_op);
     if (json) {
-        char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped, &ops,
-                               sc.truncated, &kr);
+        char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped,
+                               lmc_trace_reader_malformed(rd), rows, n_ops, sc.truncated, &kr);
         if (text == NULL) {
             fprintf(stderr, "lmcache trace info: out of memory\n");
             rc = 1;
@@ -364,13 +344,16 @@ static int cmd_trace_info(int argc, char **argv)
         goto done;
     }
     char buf[128];
-    printf("Trace file: %s\n", path);
+    char *shown = lmc_text_escape_dup(path, strlen(path));
+    printf("Trace file: %s\n", shown != NULL ? shown : path);
+    free(shown);
     row("level", h->level);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->format_version);
     row("format_version", buf);
     snprintf(buf, sizeof(buf), "%lld", (long long)h->trace_schema_version);
     row("trace_schema_version", buf);
-    snprintf(buf, sizeof(buf), "%.3fs", sc.duration);
+    lmc_text_seconds(sc.duration, buf, sizeof(buf) - 1);
+    strcat(buf, "s");
     row("duration", buf);
     row("sm_config_digest", h->sm_config_digest[0] ? h->sm_config_digest : "(none)");
     for (size_t i = 0; i < h->n_meta; i++)
@@ -381,21 +364,29 @@ static int cmd_trace_info(int argc, char **argv)
         snprintf(buf, sizeof(buf), "%llu", (unsigned long long)sc.dropped);
         row("dropped_records", buf);
     }
-    if (ops.n == 0) {
+    if (lmc_trace_reader_malformed(rd) > 0) {
+        snprintf(buf, sizeof(buf), "%llu", (unsigned long long)lmc_trace_reader_malformed(rd));
+        row("malformed_records", buf);
+    }
+    if (n_ops == 0) {
         printf("  ops: (none)\n");
     } else {
         printf("  ops:\n");
-        for (size_t i = 0; i < ops.n; i++)
-            printf("    %s: %llu\n", ops.v[i].qualname, (unsigned long long)ops.v[i].count);
+        for (size_t i = 0; i < n_ops; i++) {
+            char *e = lmc_text_escape_dup(rows[i].q, rows[i].len);
+            printf("    %s: %llu\n", e != NULL ? e : "?", (unsigned long long)rows[i].count);
+            free(e);
+        }
     }
     info_keys_rows(&kr);
 done:
     if (sc.truncated)
-        fprintf(stderr,
-                "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
-                "above cover the complete records\n",
-                path);
-    op_counts_free(&ops);
+        fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
+                        "above cover the complete records\n", path);
+
+out:
+    free(rows);
+    lmc_strmap_destroy(ops);
     lmc_analyze_result_free(&kr);
     lmc_analyze_destroy(keys);
     lmc_trace_reader_close(rd);
@@ -423,12 +414,14 @@ typedef struct replay_args {
     uint64_t repeat;
     bool clear_l2;
     lmc_replay_pace pace;
+    lmc_replay_mode mode;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
-    char paces[64];
+    char paces[64], modes[64];
     lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
+    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, modes, sizeof(modes));
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -437,6 +430,11 @@ static void replay_usage(FILE *out)
             "call did (hits, misses and why, L1 and L2 traffic), latency per operation, and\n"
             "an outcome digest.\n\n"
             "options:\n"
+            "  --mode M            %s: calls (default) reissues every recorded call;\n"
+            "                      engine serves each recorded lookup as a request with the\n"
+            "                      server's own logic (read what is found, store the rest) and\n"
+            "                      reports the hit rate this configuration gives beside the\n"
+            "                      recording's\n"
             "  --time-scale F      multiply the recorded gaps by F (finite, > 0; default 1.0;\n"
             "                      0.5 replays twice as fast); the eviction period follows it\n"
             "  --pace P            %s: realtime (default) keeps the schedule on the wall\n"
@@ -456,23 +454,76 @@ static void replay_usage(FILE *out)
             "  --output PATH       also save the result (in --format) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            paces, MAX_REPEAT);
+            modes, paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
+}
+
+/*
+ * LMCache's observability flags (add_observability_args), which its `trace
+ * replay` takes too: accepted, so that a recorded command line can be
+ * reused, and ignored. --enable-extra-logging and --extra-logging-interval
+ * are storage-manager flags here (they are EvictionConfig fields of the
+ * config JSON).
+ */
+static const struct ignored_def {
+    const char *name;
+    bool value; /* takes a value */
+} IGNORED_FLAGS[] = {
+    {"--disable-observability", false},
+    {"--disable-metrics", false},
+    {"--disable-grpc-metrics", false},
+    {"--disable-logging", false},
+    {"--enable-tracing", false},
+    {"--otlp-endpoint", true},
+    {"--event-bus-queue-size", true},
+    {"--prometheus-port", true},
+    {"--metrics-sample-rate", true},
+    {"--lookup-hash-log-dir", true},
+    {"--trace-level", true},
+    {"--trace-output", true},
+};
+
+/*
+ * The ignored flag argv[*i] is (NULL: none), its value past it consumed
+ * (*missing when a value flag has none).
+ */
+static const char *ignored_flag(int argc, char **argv, int *i, const char **v, bool *missing)
+{
+    *missing = false;
+    for (size_t k = 0; k < sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0]); k++) {
+        const struct ignored_def *f = &IGNORED_FLAGS[k];
+        if (!f->value) {
+            if (strcmp(argv[*i], f->name) == 0)
+                return f->name;
+            continue;
+        }
+        bool matched;
+        *v = lmc_flag_value(f->name, argc, argv, i, &matched);
+        if (matched) {
+            *missing = *v == NULL;
+            return f->name;
+        }
+    }
+    return NULL;
 }
 
 /* 0 ok, 2 usage error (message printed). */
 typedef struct replay_parse {
     replay_args *a;
     lmc_sm_config *cfg;
+    const char *ignored[sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0])];
+    size_t n_ignored;
 } replay_parse;
 
 /* One of replay's flags, the StorageManager's first (cli.h's lmc_cli_flag_fn). */
 static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
 {
-    replay_args *a = ((replay_parse *)ctx)->a;
-    lmc_sm_config *cfg = ((replay_parse *)ctx)->cfg;
+    replay_parse *p = ctx;
+    replay_args *a = p->a;
+    lmc_sm_config *cfg = p->cfg;
     bool m;
     const char *v;
+    const char *k;
     lmc_error err;
     bool consumed;
     if (lmc_sm_config_parse_arg(cfg, argc, argv, i, &consumed, &err) != LMC_OK) {
@@ -512,8 +563,7 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
         if (!v)
             return lmc_cli_missing_value("replay", arg);
         double s;
-        if (lmc_flag_parse_double("--time-scale", v, &s, &err) != LMC_OK ||
-            lmc_replay_check_time_scale(s, &err) != LMC_OK) {
+        if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
             fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             return 2;
         }
@@ -525,6 +575,13 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
             fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             return 2;
         }
+    } else if ((v = lmc_flag_value("--mode", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
+            return 2;
+        }
     } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
         if (!v)
             return lmc_cli_missing_value("replay", arg);
@@ -532,11 +589,14 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
             fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
             return 2;
         }
-    } else if ((v = lmc_flag_value("--trace-level", argc, argv, i, &m)) || m ||
-               (v = lmc_flag_value("--trace-output", argc, argv, i, &m)) || m) {
-        if (!v)
+    } else if ((k = ignored_flag(argc, argv, i, &v, &m)) != NULL) {
+        if (m)
             return lmc_cli_missing_value("replay", arg);
-        LMC_WARN(LOG_COMP, "%s is ignored: a replay never records", arg);
+        bool listed = false;
+        for (size_t j = 0; j < p->n_ignored; j++)
+            listed = listed || p->ignored[j] == k;
+        if (!listed)
+            p->ignored[p->n_ignored++] = k;
     } else {
         return 0;
     }
@@ -549,11 +609,19 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
     a->output_dir = ".";
     a->time_scale = 1.0;
     a->repeat = 1;
-    replay_parse p = {a, cfg};
+    replay_parse p = {.a = a, .cfg = cfg};
     int rc; /* --help never gets here: cmd_trace_replay answers it before building a config */
     if (!lmc_cli_parse_trace_args("replay", argc, argv, replay_flag, &p, replay_usage, &a->path,
                                   &rc))
         return rc;
+    if (p.n_ignored > 0) {
+        char names[512];
+        lmc_names_join(p.ignored, p.n_ignored, ", ", NULL, names, sizeof(names));
+        LMC_WARN(LOG_COMP,
+                 "ignoring %s: LMCache's observability flags change nothing here (a replay never "
+                 "records and has no metrics, tracing or logging subscribers)",
+                 names);
+    }
     lmc_error err;
     if (lmc_sm_config_finish(cfg, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
@@ -806,16 +874,20 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
     atomic_store(&p->n, rec->index);
     if (rec->index == p->total)
         atomic_store(&p->last_ns, lmc_mono_ns());
-    if (p->args->verbose)
+    if (p->args->verbose) {
+        /* The qualname comes from the trace: escaped before it reaches a terminal. */
+        char *q = lmc_text_escape_dup(rec->qualname, strlen(rec->qualname));
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
                (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
-               rec->qualname);
+               q != NULL ? q : "?");
+        free(q);
+    }
     if (p->record_outputs)
         for (size_t i = 0; i < p->outputs->n; i++)
             lmc_replay_output_record(p->outputs->v[i], rec);
 }
 
-static void print_banner(lmc_replay_pace pace)
+static void print_banner(lmc_replay_pace pace, lmc_replay_mode mode)
 {
     const char *bold = isatty(STDERR_FILENO) ? "\033[1;33m" : "";
     const char *reset = isatty(STDERR_FILENO) ? "\033[0m" : "";
@@ -826,9 +898,7 @@ static void print_banner(lmc_replay_pace pace)
             "\n%s%s\n  !! REPLAY ENVIRONMENT MISMATCH MAY CAUSE RETRIEVE MISSES !!\n%s%s\n"
             "  * The replay's StorageManager is built from the flags given here, not from\n"
             "    the trace; the config digest row says whether they match the recording.\n"
-            "%s"
-            "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
-            "    this environment, not necessarily a bug.\n"
+            "%s%s"
             "%s%s%s\n",
             bold, bar, bar, reset,
             pace == LMC_REPLAY_PACE_VIRTUAL
@@ -836,6 +906,12 @@ static void print_banner(lmc_replay_pace pace)
                   "    L2 completions are modelled (virtual_latency_us, virtual_bandwidth_gbps).\n"
                 : "  * This host's speed differs from the recording host's; the replay keeps the\n"
                   "    recorded schedule (scaled by --time-scale) but cannot run faster than it.\n",
+            mode == LMC_REPLAY_MODE_ENGINE
+                ? "  * Mode engine: each recorded lookup is served as a request by the server's\n"
+                  "    own logic (read what is found, store the rest); the recorded reads and\n"
+                  "    writes are not reissued and give the recording's own hit rate.\n"
+                : "  * L2 loads are asynchronous: a read that misses in replay is a signal about\n"
+                  "    this environment, not necessarily a bug.\n",
             bold, bar, reset);
 }
 
@@ -935,13 +1011,21 @@ static int cmd_trace_replay(int argc, char **argv)
         goto out;
     lmc_trace_reader *rd;
     lmc_error err;
-    trace_scan sc;
-    if (lmc_trace_reader_open(a.path, &rd, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-        goto out;
+    trace_scan sc = {0};
+    struct stat sb;
+    if (stat(a.path, &sb) == 0 && S_ISREG(sb.st_mode)) {
+        /* A first pass for the progress bar's total and schedule. */
+        if (lmc_trace_reader_open(a.path, &rd, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+            goto out;
+        }
+        scan_records(rd, NULL, &sc, NULL);
+        lmc_trace_reader_close(rd);
+    } else {
+        /* A pipe is read once, by the replay itself: its total is unknown (0) then. */
+        LMC_INFO(LOG_COMP, "trace replay: '%s' is not a regular file: read once, with no "
+                 "record total for the progress bar", a.path);
     }
-    scan_records(rd, NULL, &sc, NULL);
-    lmc_trace_reader_close(rd);
     p.total = sc.total;
     /* Virtual time runs as fast as the host allows: progress is then by records. */
     p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
@@ -952,7 +1036,7 @@ static int cmd_trace_replay(int argc, char **argv)
     if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
         goto out;
     if (!a.quiet)
-        print_banner(a.pace);
+        print_banner(a.pace, a.mode);
     LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
 
@@ -965,6 +1049,7 @@ static int cmd_trace_replay(int argc, char **argv)
                               .on_record = on_record,
                               .ud = &p,
                               .pace = a.pace,
+                              .mode = a.mode,
                               .stop = &g_interrupted};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
         if (p.run > 1) {
@@ -1084,6 +1169,8 @@ static const lmc_cli_command subs[] = {
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
     {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
     {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
+    {"compare", "compare two replay results: deltas, thresholds, first divergent record",
+     lmc_cmd_trace_compare},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

@@ -3,7 +3,8 @@
  *
  * Owns: one ZMQ context and DEALER socket, the request-uid counter, the
  * msgpack buffers reused for request frames, and the client's KV region (a
- * POSIX shm object mapped shared, unlinked at destroy).
+ * POSIX shm object mapped shared, unlinked as soon as the server has mapped
+ * it, or at destroy if it never did).
  *
  * Threads: none of its own; a client belongs to one thread at a time (a
  * ZMQ socket is not thread-safe). The only shared state is the counter that
@@ -468,7 +469,7 @@ lmc_status lmc_client_create(const lmc_client_config *cfg, lmc_client **out, lmc
     }
 
     /* KV region. */
-    snprintf(c->shm_name, sizeof(c->shm_name), "/lmcache-client-%ld-%llu", (long)getpid(),
+    snprintf(c->shm_name, sizeof(c->shm_name), LMC_REGION_NAME_PREFIX "%ld-%llu", (long)getpid(),
              (unsigned long long)atomic_fetch_add(&shm_counter, 1));
     c->shm_fd = shm_open(c->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
     if (c->shm_fd < 0) {
@@ -495,6 +496,13 @@ lmc_status lmc_client_create(const lmc_client_config *cfg, lmc_client **out, lmc
     if ((st = register_region(c, err)) != LMC_OK)
         goto fail;
     c->registered = true;
+    /*
+     * The server holds its own mapping now, and the name has done its job:
+     * without it no crash of this process (SIGKILL included) leaves the
+     * object behind, and nobody else can open it.
+     */
+    shm_unlink(c->shm_name);
+    c->shm_name[0] = '\0';
     *out = c;
     return LMC_OK;
 fail:
@@ -507,7 +515,7 @@ void lmc_client_destroy(lmc_client *c)
     if (c == NULL)
         return;
     if (c->registered) {
-        /* Best effort, and quick: the server also reaps silent instances. */
+        /* Best effort, and quick: the server also drops a closed connection's regions. */
         int saved = c->timeout_ms;
         c->timeout_ms = saved < 1000 ? saved : 1000;
         msgpack_packer pk = payload_packer(c, 0);

@@ -10,8 +10,10 @@
  */
 #include "core/json_diff.h"
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define PATH_MAX_LEN 512
@@ -19,16 +21,16 @@
 typedef struct walk {
     char path[PATH_MAX_LEN];
     size_t len;
-    lmc_json_diff_cb cb;
+    lmc_json_diff_values_cb cb;
     void *ud;
     size_t count;
 } walk;
 
-static void report(walk *w)
+static void report(walk *w, const lmc_json *a, const lmc_json *b)
 {
     w->count++;
     if (w->cb != NULL)
-        w->cb(w->path, w->ud);
+        w->cb(w->path, a, b, w->ud);
 }
 
 /* Record how much snprintf wrote (clamped to the buffer, as it truncates). */
@@ -87,7 +89,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
 {
     lmc_json_type t = lmc_json_type_of(a);
     if (t != lmc_json_type_of(b)) {
-        report(w);
+        report(w, a, b);
         return;
     }
     if (t == LMC_JSON_OBJECT) {
@@ -96,7 +98,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
             const lmc_json *vb = lmc_json_object_get(b, k);
             size_t old = push_key(w, k);
             if (vb == NULL)
-                report(w);
+                report(w, lmc_json_object_value_at(a, i), NULL);
             else
                 diff(w, lmc_json_object_value_at(a, i), vb);
             pop(w, old);
@@ -106,7 +108,7 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
             if (lmc_json_object_get(a, k) != NULL)
                 continue;
             size_t old = push_key(w, k);
-            report(w);
+            report(w, NULL, lmc_json_object_value_at(b, i));
             pop(w, old);
         }
         return;
@@ -118,18 +120,75 @@ static void diff(walk *w, const lmc_json *a, const lmc_json *b)
             if (i < na && i < nb)
                 diff(w, lmc_json_array_at(a, i), lmc_json_array_at(b, i));
             else
-                report(w);
+                report(w, i < na ? lmc_json_array_at(a, i) : NULL,
+                       i < nb ? lmc_json_array_at(b, i) : NULL);
             pop(w, old);
         }
         return;
     }
     if (!scalar_equal(a, b))
-        report(w);
+        report(w, a, b);
 }
 
-size_t lmc_json_diff(const lmc_json *a, const lmc_json *b, lmc_json_diff_cb cb, void *ud)
+size_t lmc_json_diff_values(const lmc_json *a, const lmc_json *b, lmc_json_diff_values_cb cb,
+                            void *ud)
 {
     walk w = {.cb = cb, .ud = ud};
     diff(&w, a, b);
     return w.count;
+}
+
+/* lmc_json_diff's path-only callback, behind the values walk. */
+typedef struct path_only {
+    lmc_json_diff_cb cb;
+    void *ud;
+} path_only;
+
+static void drop_values(const char *path, const lmc_json *a, const lmc_json *b, void *ud)
+{
+    (void)a;
+    (void)b;
+    const path_only *p = ud;
+    p->cb(path, p->ud);
+}
+
+size_t lmc_json_diff(const lmc_json *a, const lmc_json *b, lmc_json_diff_cb cb, void *ud)
+{
+    path_only p = {cb, ud};
+    return lmc_json_diff_values(a, b, cb != NULL ? drop_values : NULL, &p);
+}
+
+const lmc_json *lmc_json_at_path(const lmc_json *v, const char *path)
+{
+    const char *p = path;
+    while (v != NULL && *p != '\0') {
+        if (*p == '[') {
+            char *end;
+            errno = 0;
+            unsigned long long i = strtoull(p + 1, &end, 10);
+            if (end == p + 1 || *end != ']' || errno != 0 || p[1] == '-' || p[1] == '+' ||
+                lmc_json_type_of(v) != LMC_JSON_ARRAY || i >= lmc_json_size(v))
+                return NULL;
+            v = lmc_json_array_at(v, (size_t)i);
+            p = end + 1;
+            continue;
+        }
+        if (p != path) {
+            if (*p != '.')
+                return NULL;
+            p++;
+        }
+        size_t n = strcspn(p, ".[");
+        if (n == 0 || lmc_json_type_of(v) != LMC_JSON_OBJECT)
+            return NULL;
+        const lmc_json *next = NULL;
+        for (size_t i = 0; i < lmc_json_size(v) && next == NULL; i++) {
+            const char *k = lmc_json_object_key_at(v, i);
+            if (strlen(k) == n && memcmp(k, p, n) == 0)
+                next = lmc_json_object_value_at(v, i);
+        }
+        v = next;
+        p += n;
+    }
+    return v;
 }

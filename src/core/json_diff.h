@@ -28,4 +28,20 @@ typedef void (*lmc_json_diff_cb)(const char *path, void *ud);
 /* Report every path where a and b differ to cb (may be NULL); returns how many. */
 size_t lmc_json_diff(const lmc_json *a, const lmc_json *b, lmc_json_diff_cb cb, void *ud);
 
+/*
+ * The same walk, with the two values at each path (NULL for the side that
+ * lacks it), for a caller that shows what changed ("0.1 -> 0.01").
+ */
+typedef void (*lmc_json_diff_values_cb)(const char *path, const lmc_json *a, const lmc_json *b,
+                                        void *ud);
+size_t lmc_json_diff_values(const lmc_json *a, const lmc_json *b, lmc_json_diff_values_cb cb,
+                            void *ud);
+
+/*
+ * The value at a path written as the diff writes them ("a.b[0].c"; ""
+ * is v itself), or NULL when there is none. A key holding '.' or '[' cannot
+ * be named this way.
+ */
+const lmc_json *lmc_json_at_path(const lmc_json *v, const char *path);
+
 #endif

@@ -100,10 +100,17 @@ static lmc_status make_key(lmc_object_key_cache *cache, lmc_object_key *key, con
     lmc_object_key k;
     lmc_status st;
 
-    if (hash_len > LMC_CHUNK_HASH_MAX) {
+    bool long_hash = hash_len > LMC_CHUNK_HASH_MAX;
+    if (long_hash && (cache == NULL || !cache->long_hashes)) {
         st = lmc_error_set(err, LMC_ERR_INVALID,
                            "ObjectKey.chunk_hash is %zu bytes; at most %d allowed", hash_len,
                            LMC_CHUNK_HASH_MAX);
+        goto fail;
+    }
+    if (hash_len > UINT32_MAX) {
+        st =
+            lmc_error_set(err, LMC_ERR_INVALID,
+                          "ObjectKey.chunk_hash is %zu bytes; at most 4 GiB - 1 allowed", hash_len);
         goto fail;
     }
     if (chunk_hash == NULL && hash_len > 0) {
@@ -135,11 +142,20 @@ static lmc_status make_key(lmc_object_key_cache *cache, lmc_object_key *key, con
      * of this function.
      */
     memset(k.chunk_hash, 0, sizeof(k.chunk_hash));
-    if (hash_len > 0)
+    if (long_hash) {
+        /* Interned, so equal hashes share one address and compare and hash by it. */
+        const char *kept = lmc_intern(chunk_hash, hash_len);
+        if (kept == NULL) {
+            st = lmc_error_set(err, LMC_ERR_NOMEM, "ObjectKey: out of memory keeping a long hash");
+            goto fail;
+        }
+        memcpy(k.chunk_hash, &kept, sizeof(kept));
+    } else if (hash_len > 0) {
         memcpy(k.chunk_hash, chunk_hash, hash_len);
+    }
     memset(&k.chunk_hash_len, 0,
            offsetof(lmc_object_key, kv_rank) - offsetof(lmc_object_key, chunk_hash_len));
-    k.chunk_hash_len = (uint8_t)hash_len;
+    k.chunk_hash_len = (uint32_t)hash_len;
     k.kv_rank = kv_rank;
     k.object_group_id = object_group_id;
     k.model_name = model_hit ? cache->model_name : lmc_intern(model_name, model_len);
@@ -199,10 +215,12 @@ bool lmc_object_key_equal(const lmc_object_key *a, const lmc_object_key *b)
 {
     /* The cached hash rejects most unequal keys at once; interned strings
      * compare by pointer. */
-    return a->hash == b->hash && a->chunk_hash_len == b->chunk_hash_len && a->kv_rank == b->kv_rank &&
-           a->object_group_id == b->object_group_id && a->model_name == b->model_name &&
-           a->cache_salt == b->cache_salt &&
-           memcmp(a->chunk_hash, b->chunk_hash, a->chunk_hash_len) == 0;
+    return a->hash == b->hash && a->chunk_hash_len == b->chunk_hash_len &&
+           a->kv_rank == b->kv_rank && a->object_group_id == b->object_group_id &&
+           a->model_name == b->model_name && a->cache_salt == b->cache_salt &&
+           memcmp(a->chunk_hash, b->chunk_hash,
+                  a->chunk_hash_len <= LMC_CHUNK_HASH_MAX ? a->chunk_hash_len
+                                                          : LMC_CHUNK_HASH_MAX) == 0;
 }
 
 static uint64_t compute_hash(const lmc_object_key *key)
@@ -220,6 +238,7 @@ static uint64_t compute_hash(const lmc_object_key *key)
         (uint64_t)(uintptr_t)key->cache_salt,
         key->chunk_hash_len,
     };
+    /* A long hash is interned: its address stands for its bytes, as for the strings. */
     size_t hash_len = key->chunk_hash_len;
     if (hash_len > LMC_CHUNK_HASH_MAX)
         hash_len = LMC_CHUNK_HASH_MAX;
@@ -271,8 +290,9 @@ size_t lmc_object_key_format(const lmc_object_key *key, char *buf, size_t len)
     append_str(&a, num);
     snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
     append_str(&a, num);
-    for (size_t i = 0; i < key->chunk_hash_len && i < LMC_CHUNK_HASH_MAX; i++) {
-        char pair[2] = {hexdigits[key->chunk_hash[i] >> 4], hexdigits[key->chunk_hash[i] & 0xF]};
+    const uint8_t *hash = lmc_object_key_hash_bytes(key);
+    for (size_t i = 0; i < key->chunk_hash_len; i++) {
+        char pair[2] = {hexdigits[hash[i] >> 4], hexdigits[hash[i] & 0xF]};
         append(&a, pair, 2);
     }
     if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {

@@ -85,8 +85,9 @@ size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
     lmc_fixbuf_append(&o, num, strlen(num));
     snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
     lmc_fixbuf_append(&o, num, strlen(num));
+    const uint8_t *hash = lmc_object_key_hash_bytes(key);
     for (size_t i = 0; i < key->chunk_hash_len; i++) {
-        char pair[2] = {hex[key->chunk_hash[i] >> 4], hex[key->chunk_hash[i] & 0xF]};
+        char pair[2] = {hex[hash[i] >> 4], hex[hash[i] & 0xF]};
         lmc_fixbuf_append(&o, pair, 2);
     }
     if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {

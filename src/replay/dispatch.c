@@ -4,10 +4,13 @@
  *
  * Handlers read their arguments by name, as LMCache's handlers pass the
  * decoded args as keyword arguments: the names are the traced function's
- * parameters. Arguments the recorder always writes but a hand-made or
- * older trace may lack get LMCache's defaults (extra_count 0,
- * external_request_id "", policy PREFIX); keys and, where the call needs
- * one, layout_desc are required.
+ * parameters. Each handler first checks the record's argument names
+ * against its op's row of trace/ops.def (check_args), as Python binds
+ * sm.<method>(**args): an argument the method does not take, or one
+ * without a default that is missing (keys, layout_desc, mode), fails the
+ * record, naming it. Arguments with a default that a hand-made trace may
+ * lack get LMCache's defaults (extra_count 0, external_request_id "",
+ * policy PREFIX).
  */
 #include "replay/dispatch.h"
 
@@ -16,6 +19,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "trace/codec.h"
 #include "trace/ops.h"
 
@@ -102,27 +106,29 @@ lmc_status lmc_dispatcher_dispatch(const lmc_dispatcher *d, const char *qualname
     return e->handler(ctx, rec, err);
 }
 
-lmc_dispatcher *lmc_dispatcher_default(void)
+lmc_dispatcher *lmc_dispatcher_for_ops(const lmc_replay_handler by_op[LMC_TRACE_OP_COUNT_])
 {
-    static const struct {
-        lmc_trace_op op;
-        lmc_replay_handler h;
-    } table[] = {
-#define LMC_TRACE_OP(ID, name, method, ...) {LMC_TRACE_OP_##ID, lmc_replay_##name},
-#include "trace/ops.def"
-#undef LMC_TRACE_OP
-    };
     lmc_dispatcher *d = lmc_dispatcher_create();
     if (d == NULL)
         return NULL;
-    for (size_t i = 0; i < sizeof(table) / sizeof(table[0]); i++) {
-        if (lmc_dispatcher_register(d, lmc_trace_op_qualname(table[i].op), table[i].h, NULL) !=
-            LMC_OK) {
+    for (int op = LMC_TRACE_OP_NONE + 1; op < LMC_TRACE_OP_COUNT_; op++) {
+        if (by_op[op] != NULL && lmc_dispatcher_register(d, lmc_trace_op_qualname((lmc_trace_op)op),
+                                                         by_op[op], NULL) != LMC_OK) {
             lmc_dispatcher_destroy(d);
             return NULL;
         }
     }
     return d;
+}
+
+lmc_dispatcher *lmc_dispatcher_default(void)
+{
+    static const lmc_replay_handler by_op[LMC_TRACE_OP_COUNT_] = {
+#define LMC_TRACE_OP(ID, name, method, ...) [LMC_TRACE_OP_##ID] = lmc_replay_##name,
+#include "trace/ops.def"
+#undef LMC_TRACE_OP
+    };
+    return lmc_dispatcher_for_ops(by_op);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -160,6 +166,8 @@ struct lmc_replay_ctx {
     lmc_replay_outcome outcome; /* the current record's */
     lmc_replay_on_complete on_complete;
     void *on_complete_ud;
+    const lmc_replay_pending_ops *pending_ops; /* a mode's own waiting work; NULL: none */
+    void *pending_ud;
     /* Scratch, scratch_cap entries each: the current record's keys and per-key results. */
     lmc_object_key *keys;
     lmc_l1_error *errs;
@@ -194,6 +202,33 @@ void lmc_replay_ctx_set_on_complete(lmc_replay_ctx *ctx, lmc_replay_on_complete 
 {
     ctx->on_complete = fn;
     ctx->on_complete_ud = ud;
+}
+
+void lmc_replay_ctx_set_pending(lmc_replay_ctx *ctx, const lmc_replay_pending_ops *ops, void *ud)
+{
+    ctx->pending_ops = ops;
+    ctx->pending_ud = ud;
+}
+
+void *lmc_replay_ctx_pending_ud(const lmc_replay_ctx *ctx, const lmc_replay_pending_ops *ops)
+{
+    return ctx->pending_ops == ops ? ctx->pending_ud : NULL;
+}
+
+void lmc_replay_ctx_complete(lmc_replay_ctx *ctx, uint64_t index, const lmc_replay_outcome *o)
+{
+    if (ctx->on_complete != NULL)
+        ctx->on_complete(ctx->on_complete_ud, index, o);
+}
+
+uint64_t lmc_replay_ctx_index(const lmc_replay_ctx *ctx)
+{
+    return ctx->index;
+}
+
+lmc_replay_outcome *lmc_replay_ctx_current(lmc_replay_ctx *ctx)
+{
+    return &ctx->outcome;
 }
 
 void lmc_replay_ctx_begin(lmc_replay_ctx *ctx, uint64_t index)
@@ -246,35 +281,11 @@ size_t lmc_replay_ctx_close_dangling(lmc_replay_ctx *ctx)
     return closed;
 }
 
-/*
- * The found part of a prefetch outcome from its found-key bitmap (NULL:
- * only the L1 hits at submit are known), made final.
- */
-static void prefetch_finish(lmc_replay_outcome *o, const lmc_prefetch_handle *h,
-                            const lmc_bitmap *found, bool unfinished)
-{
-    size_t n_found = h->l1_found_count, prefix = 0;
-    if (found != NULL) {
-        n_found = lmc_bitmap_popcount(found);
-        prefix = lmc_bitmap_count_leading_ones(found);
-    } else {
-        /* The L1 hits ascend; the prefix is the run that starts at key 0. */
-        while (prefix < h->l1_found_count && h->l1_found_indices[prefix] == prefix)
-            prefix++;
-    }
-    o->v[LMC_OC_SUBMIT_PREFETCH_l2_hits] = (uint32_t)(n_found - h->l1_found_count);
-    o->v[LMC_OC_SUBMIT_PREFETCH_missed] = (uint32_t)(h->total_requested_keys - n_found);
-    o->v[LMC_OC_SUBMIT_PREFETCH_found_prefix] = (uint32_t)prefix;
-    o->v[LMC_OC_SUBMIT_PREFETCH_unfinished] = unfinished;
-    o->pending = false;
-}
-
 static void prefetch_done(lmc_replay_ctx *ctx, pending_prefetch *p, const lmc_bitmap *found,
                           bool unfinished)
 {
-    prefetch_finish(&p->outcome, &p->handle, found, unfinished);
-    if (ctx->on_complete != NULL)
-        ctx->on_complete(ctx->on_complete_ud, p->index, &p->outcome);
+    lmc_outcome_prefetch_finish(&p->outcome, &p->handle, found, unfinished);
+    lmc_replay_ctx_complete(ctx, p->index, &p->outcome);
     lmc_prefetch_handle_clear(&p->handle);
     free(p->l2_keys);
     p->l2_keys = NULL;
@@ -299,6 +310,8 @@ size_t lmc_replay_ctx_poll_prefetches(lmc_replay_ctx *ctx)
         }
     }
     ctx->n_prefetches = kept;
+    if (ctx->pending_ops != NULL)
+        kept += ctx->pending_ops->poll(ctx->pending_ud);
     return kept;
 }
 
@@ -308,20 +321,55 @@ size_t lmc_replay_ctx_abandon_prefetches(lmc_replay_ctx *ctx)
     for (size_t i = 0; i < n; i++)
         prefetch_done(ctx, &ctx->prefetches[i], NULL, true);
     ctx->n_prefetches = 0;
+    if (ctx->pending_ops != NULL)
+        n += ctx->pending_ops->abandon(ctx->pending_ud);
     return n;
 }
 
 size_t lmc_replay_ctx_drain_prefetches(lmc_replay_ctx *ctx, uint32_t timeout_ms)
 {
     uint64_t deadline = lmc_mono_ms() + timeout_ms;
-    while (lmc_replay_ctx_poll_prefetches(ctx) > 0 && lmc_mono_ms() < deadline)
+    size_t left;
+    while ((left = lmc_replay_ctx_poll_prefetches(ctx)) > 0 && lmc_mono_ms() < deadline)
         lmc_sleep_ns(500 * 1000);
-    return ctx->n_prefetches;
+    return left;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Argument access                                                         */
 /* ---------------------------------------------------------------------- */
+
+/* The kinds of argument whose parameter has no default in LMCache's signature. */
+static bool required_kind(lmc_trace_arg_kind k)
+{
+    return k == LMC_TRACE_ARG_KEYS || k == LMC_TRACE_ARG_LAYOUT || k == LMC_TRACE_ARG_MODE;
+}
+
+lmc_status lmc_replay_check_args(const lmc_trace_record *rec, lmc_trace_op op, lmc_error *err)
+{
+    const lmc_trace_op_info *info = lmc_trace_op_get(op);
+    for (size_t i = 0; i < rec->nargs; i++) {
+        size_t j = 0;
+        while (j < info->nargs &&
+               !(rec->args[i].name_len == info->args[j].name_len &&
+                 memcmp(rec->args[i].name, info->args[j].name, info->args[j].name_len) == 0))
+            j++;
+        if (j == info->nargs) {
+            char *name = lmc_text_escape_dup(rec->args[i].name, rec->args[i].name_len);
+            lmc_error_set(err, LMC_ERR_FORMAT, "%s: unexpected argument '%s'", info->name,
+                          name != NULL ? name : "?");
+            free(name);
+            return LMC_ERR_FORMAT;
+        }
+    }
+    for (size_t j = 0; j < info->nargs; j++) {
+        if (required_kind(info->args[j].kind) &&
+            lmc_trace_args_find(rec->args, rec->nargs, info->args[j].name) == NULL)
+            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: missing required argument '%s'",
+                                 info->name, info->args[j].name);
+    }
+    return LMC_OK;
+}
 
 static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
 {
@@ -357,8 +405,8 @@ static lmc_status ensure_scratch(lmc_replay_ctx *ctx, size_t n, lmc_error *err)
  * the reader's fast path produces), else a copy in ctx->keys. Valid until
  * the next record is read.
  */
-static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                           const lmc_object_key **keys, size_t *n, lmc_error *err)
+lmc_status lmc_replay_arg_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                               const lmc_object_key **keys, size_t *n, lmc_error *err)
 {
     const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "keys");
     if (a == NULL)
@@ -390,8 +438,8 @@ static lmc_status get_keys(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
     return LMC_OK;
 }
 
-static lmc_status get_layout(const lmc_trace_record *rec, const lmc_layout_desc **out,
-                             lmc_error *err)
+lmc_status lmc_replay_arg_layout(const lmc_trace_record *rec, const lmc_layout_desc **out,
+                                 lmc_error *err)
 {
     const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "layout_desc");
     if (a == NULL)
@@ -405,7 +453,7 @@ static lmc_status get_layout(const lmc_trace_record *rec, const lmc_layout_desc 
     return LMC_OK;
 }
 
-static lmc_status get_extra_count(const lmc_trace_record *rec, uint32_t *out, lmc_error *err)
+lmc_status lmc_replay_arg_extra_count(const lmc_trace_record *rec, uint32_t *out, lmc_error *err)
 {
     *out = 0;
     const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "extra_count");
@@ -423,14 +471,13 @@ static lmc_status get_extra_count(const lmc_trace_record *rec, uint32_t *out, lm
 /* Outcomes                                                                */
 /* ---------------------------------------------------------------------- */
 
-/*
- * The L1 state of every key whose result needs one to be classified, asked
- * for in one call: the j-th such key's state is ctx->states[j]. Returns
- * how many (scratch holds n entries: get_keys made room).
- */
-static size_t states_for(lmc_replay_ctx *ctx, const lmc_object_key *keys, size_t n,
-                         const lmc_l1_error *errs, bool (*needs)(lmc_l1_error))
+lmc_status lmc_replay_ctx_states_for(lmc_replay_ctx *ctx, const lmc_object_key *keys, size_t n,
+                                     const lmc_l1_error *errs, bool (*needs)(lmc_l1_error),
+                                     lmc_error *err)
 {
+    lmc_status st = ensure_scratch(ctx, n, err);
+    if (st != LMC_OK)
+        return st;
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         if (needs(errs[i]))
@@ -438,12 +485,11 @@ static size_t states_for(lmc_replay_ctx *ctx, const lmc_object_key *keys, size_t
     }
     if (m > 0)
         lmc_sm_l1_key_states(ctx->sm, ctx->sub, m, ctx->states);
-    return m;
+    return LMC_OK;
 }
 
-/* The next key's state for a classifier (j counts the keys that needed one). */
-static lmc_l1_key_state next_state(const lmc_replay_ctx *ctx, lmc_l1_error e,
-                                   bool (*needs)(lmc_l1_error), size_t *j)
+lmc_l1_key_state lmc_replay_ctx_next_state(const lmc_replay_ctx *ctx, lmc_l1_error e,
+                                           bool (*needs)(lmc_l1_error), size_t *j)
 {
     return needs(e) ? ctx->states[(*j)++] : LMC_L1_STATE_ABSENT;
 }
@@ -458,21 +504,21 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
     size_t n;
     const lmc_object_key *keys;
     const lmc_layout_desc *layout;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_RESERVE_WRITE, err);
     if (st == LMC_OK)
-        st = get_layout(rec, &layout, err);
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_layout(rec, &layout, err);
     if (st != LMC_OK)
         return st;
-    lmc_write_mode mode = LMC_WRITE_ALL; /* LMCache's default */
+    lmc_write_mode mode;
     const lmc_trace_arg *m = lmc_trace_args_find(rec->args, rec->nargs, "mode");
-    if (m != NULL && m->value.kind != LMC_TV_NIL) {
-        if (m->value.kind != LMC_TV_STR)
-            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'mode' is not a string",
-                                 rec->qualname);
-        st = lmc_write_mode_from_name(m->value.u.s.ptr, m->value.u.s.len, &mode, err);
-        if (st != LMC_OK)
-            return lmc_error_prefix(err, "%s", rec->qualname);
-    }
+    if (m->value.kind != LMC_TV_STR)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'mode' is not a string",
+                             rec->qualname);
+    st = lmc_write_mode_from_name(m->value.u.s.ptr, m->value.u.s.len, &mode, err);
+    if (st != LMC_OK)
+        return lmc_error_prefix(err, "%s", rec->qualname);
     lmc_sm_reserve_write(ctx->sm, keys, n, layout, mode, ctx->errs, ctx->objs);
     /* The trace carries no KV bytes: what replay writes is zeros (when anything can read them). */
     for (size_t i = 0; ctx->zero_fill && i < n; i++) {
@@ -480,10 +526,12 @@ lmc_status lmc_replay_reserve_write(lmc_replay_ctx *ctx, const lmc_trace_record 
             memset(ctx->objs[i].data, 0, ctx->objs[i].size);
     }
     lmc_replay_outcome_begin(&ctx->outcome, LMC_TRACE_OP_RESERVE_WRITE, keys, n);
-    states_for(ctx, keys, n, ctx->errs, lmc_outcome_reserve_needs_state);
+    /* lmc_replay_arg_keys made room for n keys: this cannot fail. */
+    lmc_replay_ctx_states_for(ctx, keys, n, ctx->errs, lmc_outcome_reserve_needs_state, NULL);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
-        lmc_l1_key_state ks = next_state(ctx, ctx->errs[i], lmc_outcome_reserve_needs_state, &j);
+        lmc_l1_key_state ks =
+            lmc_replay_ctx_next_state(ctx, ctx->errs[i], lmc_outcome_reserve_needs_state, &j);
         ctx->outcome.v[lmc_outcome_reserve_reason(ctx->errs[i], mode, ks)]++;
     }
     return LMC_OK;
@@ -494,7 +542,9 @@ lmc_status lmc_replay_finish_write(lmc_replay_ctx *ctx, const lmc_trace_record *
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_FINISH_WRITE, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_write(ctx->sm, keys, n, ctx->errs);
@@ -522,6 +572,30 @@ static lmc_status get_policy(const lmc_trace_record *rec, lmc_trim_policy *out, 
                          rec->qualname);
 }
 
+/*
+ * external_request_id as the StorageManager keeps it (a malloc'd copy, NULL
+ * for absent or None): a str of any length, but not one holding NUL, which
+ * a C string cannot keep whole.
+ */
+static lmc_status get_request_id(const lmc_trace_record *rec, char **out, lmc_error *err)
+{
+    *out = NULL;
+    const lmc_trace_arg *a = lmc_trace_args_find(rec->args, rec->nargs, "external_request_id");
+    if (a == NULL || a->value.kind == LMC_TV_NIL)
+        return LMC_OK;
+    if (a->value.kind != LMC_TV_STR)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: argument 'external_request_id' is not a str",
+                             rec->qualname);
+    if (memchr(a->value.u.s.ptr, '\0', a->value.u.s.len) != NULL)
+        return lmc_error_set(err, LMC_ERR_FORMAT,
+                             "%s: argument 'external_request_id' holds a NUL byte, which the "
+                             "StorageManager cannot keep",
+                             rec->qualname);
+    if ((*out = strndup(a->value.u.s.ptr, a->value.u.s.len)) == NULL)
+        return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+    return LMC_OK;
+}
+
 lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
                                       lmc_error *err)
 {
@@ -530,32 +604,33 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     const lmc_layout_desc *layout;
     uint32_t extra;
     lmc_trim_policy policy;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    char *ext = NULL;
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
     if (st == LMC_OK)
-        st = get_layout(rec, &layout, err);
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
     if (st == LMC_OK)
-        st = get_extra_count(rec, &extra, err);
+        st = lmc_replay_arg_layout(rec, &layout, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_extra_count(rec, &extra, err);
     if (st == LMC_OK)
         st = get_policy(rec, &policy, err);
+    if (st == LMC_OK)
+        st = get_request_id(rec, &ext, err);
     if (st != LMC_OK)
         return st;
-    char ext[256] = "";
-    const lmc_trace_arg *e = lmc_trace_args_find(rec->args, rec->nargs, "external_request_id");
-    if (e != NULL && e->value.kind == LMC_TV_STR) {
-        size_t len = e->value.u.s.len < sizeof(ext) - 1 ? e->value.u.s.len : sizeof(ext) - 1;
-        memcpy(ext, e->value.u.s.ptr, len);
-        ext[len] = '\0';
-    }
     if (ctx->n_prefetches == ctx->cap_prefetches) {
         size_t cap = ctx->cap_prefetches ? ctx->cap_prefetches * 2 : 64;
         pending_prefetch *p = realloc(ctx->prefetches, cap * sizeof(*p));
-        if (p == NULL)
+        if (p == NULL) {
+            free(ext);
             return lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
+        }
         ctx->prefetches = p;
         ctx->cap_prefetches = cap;
     }
     lmc_prefetch_handle h;
     st = lmc_sm_submit_prefetch_task(ctx->sm, keys, n, layout, extra, ext, policy, &h, err);
+    free(ext);
     if (st != LMC_OK)
         return st;
     lmc_replay_outcome *o = &ctx->outcome;
@@ -580,7 +655,7 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
             p->n_l2_keys = h.l2_orig_count;
         }
     } else {
-        prefetch_finish(o, &h, NULL, false);
+        lmc_outcome_prefetch_finish(o, &h, NULL, false);
         lmc_prefetch_handle_clear(&h);
     }
     if (ctx->n_prefetches >= 32)
@@ -594,9 +669,11 @@ lmc_status lmc_replay_finish_read(lmc_replay_ctx *ctx, const lmc_trace_record *r
     size_t n;
     const lmc_object_key *keys;
     uint32_t extra;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_FINISH_READ, err);
     if (st == LMC_OK)
-        st = get_extra_count(rec, &extra, err);
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_extra_count(rec, &extra, err);
     if (st != LMC_OK)
         return st;
     lmc_sm_finish_read_prefetched(ctx->sm, keys, n, extra, ctx->errs);
@@ -644,7 +721,9 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_READ_ENTER, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     /*
@@ -664,10 +743,11 @@ lmc_status lmc_replay_read_enter(lmc_replay_ctx *ctx, const lmc_trace_record *re
     lmc_replay_outcome *out = &ctx->outcome;
     lmc_replay_outcome_begin(out, LMC_TRACE_OP_READ_ENTER, keys, n);
     const lmc_l1_error *errs = o->read.errs;
-    states_for(ctx, keys, n, errs, lmc_outcome_read_needs_state);
+    lmc_replay_ctx_states_for(ctx, keys, n, errs, lmc_outcome_read_needs_state, NULL);
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
-        lmc_l1_key_state ks = next_state(ctx, errs[i], lmc_outcome_read_needs_state, &j);
+        lmc_l1_key_state ks =
+            lmc_replay_ctx_next_state(ctx, errs[i], lmc_outcome_read_needs_state, &j);
         lmc_outcome_counter c = lmc_outcome_read_reason(errs[i], ks);
         if (c != LMC_OC_READ_ENTER_found && in_pending_l2(ctx, &keys[i]))
             c = LMC_OC_READ_ENTER_l2_pending;
@@ -689,7 +769,9 @@ lmc_status lmc_replay_read_exit(lmc_replay_ctx *ctx, const lmc_trace_record *rec
 {
     size_t n;
     const lmc_object_key *keys;
-    lmc_status st = get_keys(ctx, rec, &keys, &n, err);
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_READ_EXIT, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
     if (st != LMC_OK)
         return st;
     uint64_t h = tuple_hash(keys, n);

@@ -1,6 +1,12 @@
 /*
  * driver.c -- replays a trace against a fresh StorageManager (see driver.h).
  *
+ * Records come from the reader unparsed (lmc_trace_reader_next_record);
+ * only a record that has a handler gets its args decoded, so a trace full
+ * of other levels' records (events, with their token lists) costs no
+ * decoding at all. A record is due at the time the time rule gives it
+ * (replay/timeline.h).
+ *
  * Pacing is the pacer's (replay/pace.h): the loop asks it to hold each
  * record until its due time, and at the end to drain the background work.
  */
@@ -12,7 +18,11 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "core/names.h"
+#include "core/strmap.h"
+#include "core/text.h"
 #include "lmcache/storage_manager.h"
+#include "replay/engine_mode.h"
 #include "replay/outcome_queue.h"
 #include "storage/config.h"
 #include "trace/marker.h"
@@ -25,12 +35,21 @@
 /* After a Ctrl-C the user wants the partial result soon. */
 #define INTERRUPTED_DRAIN_MS 1000
 
-lmc_status lmc_replay_check_time_scale(double scale, lmc_error *err)
+const char *const lmc_replay_mode_names[] = {
+    [LMC_REPLAY_MODE_CALLS] = "calls",
+    [LMC_REPLAY_MODE_ENGINE] = "engine",
+};
+const size_t lmc_replay_mode_count =
+    sizeof(lmc_replay_mode_names) / sizeof(lmc_replay_mode_names[0]);
+
+lmc_status lmc_replay_mode_parse(const char *name, lmc_replay_mode *out, lmc_error *err)
 {
-    if (!isfinite(scale) || scale <= 0)
-        return lmc_error_set(err, LMC_ERR_INVALID,
-                             "--time-scale: %g is not a finite number > 0", scale);
-    return LMC_OK;
+    size_t i = 0;
+    lmc_status st = lmc_names_parse(lmc_replay_mode_names, lmc_replay_mode_count, "mode", name,
+                                    name != NULL ? strlen(name) : 0, &i, err);
+    if (st == LMC_OK)
+        *out = (lmc_replay_mode)i;
+    return st;
 }
 
 void lmc_replay_result_free(lmc_replay_result *res)
@@ -42,33 +61,42 @@ void lmc_replay_result_free(lmc_replay_result *res)
     res->header_config_json = res->replay_config_json = NULL;
 }
 
-/* Warn once per unknown qualname (a long trace of a newer level would flood). */
+/*
+ * Why a record is skipped, as LMCache's replay skips: its args do not
+ * decode, or no handler has its qualname. Warned once per qualname (a long
+ * trace of a newer level would flood), in a hash set so that a trace of
+ * many distinct names stays linear. NULL: dispatch it.
+ */
 typedef struct warned {
-    char **names;
-    size_t n;
+    lmc_strmap *names; /* NULL when it could not be made: then every skip warns */
 } warned;
 
-static void warn_no_handler(warned *w, const char *q)
+static const char *skip_reason(warned *w, const lmc_dispatcher *d, lmc_trace_reader *rd,
+                               lmc_trace_record *rec)
 {
-    for (size_t i = 0; i < w->n; i++) {
-        if (strcmp(w->names[i], q) == 0)
-            return;
-    }
-    LMC_WARN(LOG_COMP, "trace replay: no handler for qualname '%s'; skipping", q);
-    char **nn = realloc(w->names, (w->n + 1) * sizeof(*nn));
-    if (nn == NULL)
-        return;
-    w->names = nn;
-    w->names[w->n] = strdup(q);
-    if (w->names[w->n])
-        w->n++;
+    /* A qualname holding NUL matches no handler, whatever its first part says. */
+    bool handled =
+        strlen(rec->qualname) == rec->qualname_len && lmc_dispatcher_has(d, rec->qualname);
+    lmc_error err;
+    if (handled && lmc_trace_reader_decode_args(rd, rec, &err) == LMC_OK)
+        return NULL;
+    bool fresh = true;
+    uint64_t *seen = w->names != NULL
+                         ? lmc_strmap_slot(w->names, rec->qualname, rec->qualname_len, &fresh)
+                         : NULL;
+    char *q = fresh ? lmc_text_escape_dup(rec->qualname, rec->qualname_len) : NULL;
+    if (!handled && fresh)
+        LMC_WARN(LOG_COMP, "trace replay: no handler for qualname '%s'; skipping", q ? q : "?");
+    else if (handled && (seen == NULL || (*seen)++ < 1))
+        LMC_WARN(LOG_COMP, "trace replay: failed to decode args for %s; skipping: %s", q ? q : "?",
+                 rec->args_error);
+    free(q);
+    return handled ? "undecodable args" : "no handler";
 }
 
 static void warned_free(warned *w)
 {
-    for (size_t i = 0; i < w->n; i++)
-        free(w->names[i]);
-    free(w->names);
+    lmc_strmap_destroy(w->names);
 }
 
 /* What the reorder buffer's emit and the context's completions reach. */
@@ -126,12 +154,20 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     lmc_storage_manager *sm = NULL;
     lmc_dispatcher *own_dispatcher = NULL;
     lmc_replay_ctx *ctx = NULL;
-    warned w = {0};
+    lmc_replay_engine *engine = NULL;
+    warned w = {lmc_strmap_create()};
     run_state rs = {.opt = opt, .res = res};
+    lmc_replay_timeline tl;
+    lmc_replay_timeline_init(&tl);
 
     st = lmc_trace_reader_open(path, &rd, err);
     if (st != LMC_OK)
         goto out;
+    /* Names the trace in the result, so that trace compare can tell two traces apart. */
+    lmc_error derr;
+    lmc_status ds = lmc_trace_file_digest(path, res->trace_digest, &derr);
+    if (ds != LMC_OK && ds != LMC_ERR_UNSUPPORTED)
+        LMC_WARN(LOG_COMP, "trace replay: no trace digest in the result: %s", derr.msg);
     const lmc_trace_header *h = lmc_trace_reader_header(rd);
     snprintf(res->level, sizeof(res->level), "%s", h->level);
     snprintf(res->header_digest, sizeof(res->header_digest), "%s", h->sm_config_digest);
@@ -157,9 +193,18 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     if (st != LMC_OK)
         goto out;
     snprintf(res->replay_digest, sizeof(res->replay_digest), "%s", lmc_sm_config_digest_hex(sm));
+    lmc_replay_mode mode = opt ? opt->mode : LMC_REPLAY_MODE_CALLS;
+    res->mode = mode;
     const lmc_dispatcher *d = opt ? opt->dispatcher : NULL;
+    if (mode == LMC_REPLAY_MODE_ENGINE && d != NULL) {
+        st = lmc_error_set(err, LMC_ERR_INVALID,
+                           "replay: mode engine brings its own dispatcher (a custom one "
+                           "replays calls)");
+        goto out;
+    }
     if (d == NULL) {
-        d = own_dispatcher = lmc_dispatcher_default();
+        d = own_dispatcher = mode == LMC_REPLAY_MODE_ENGINE ? lmc_replay_engine_dispatcher()
+                                                            : lmc_dispatcher_default();
         if (d == NULL) {
             st = lmc_error_set(err, LMC_ERR_NOMEM, "replay: out of memory");
             goto out;
@@ -177,24 +222,30 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     sample_l1(sm, &res->totals);
 
     /* The trace carries no KV bytes; without L2 nothing ever reads what replay writes. */
-    lmc_replay_ctx_set_zero_fill(ctx, cfg->n_l2_adapters > 0);
+    bool zero_fill = cfg->n_l2_adapters > 0;
+    lmc_replay_ctx_set_zero_fill(ctx, zero_fill);
+    if (mode == LMC_REPLAY_MODE_ENGINE) {
+        st = lmc_replay_engine_create(ctx, res->stats, zero_fill, &engine, err);
+        if (st != LMC_OK)
+            goto out;
+    }
 
     lmc_replay_pacer pacer;
     lmc_replay_pacer_init(&pacer, pace, sm, ctx);
     pacer.stop = stop;
+    /* A request waits for its lookup's answer while later records are due. */
+    pacer.poll_while_waiting = mode == LMC_REPLAY_MODE_ENGINE;
     lmc_replay_stats_mark_start(res->stats, lmc_wall_s());
     lmc_replay_pacer_start(&pacer);
     lmc_trace_record rec;
-    while (!(stop != NULL && *stop) && lmc_trace_reader_next(rd, &rec) == LMC_OK) {
-        double t = rec.t_mono > 0 && isfinite(rec.t_mono) ? rec.t_mono : 0.0;
+    while (!(stop != NULL && *stop) && lmc_trace_reader_next_record(rd, &rec) == LMC_OK) {
+        double t = lmc_replay_timeline_next(&tl, rec.t_mono, rec.offset, rec.qualname);
         uint64_t late = 0;
-        bool timed = lmc_replay_pacer_wait(&pacer, (uint64_t)(t * scale * 1e9), &late);
+        bool timed = lmc_replay_pacer_wait(&pacer, lmc_replay_due_offset_ns(t, scale), &late);
         if (stop != NULL && *stop)
             break; /* woken from a long wait: this record was not replayed */
         if (strcmp(rec.qualname, LMC_TRACE_DROPPED_QUALNAME) == 0) {
-            const lmc_trace_arg *a = lmc_trace_args_find(rec.args, rec.nargs, "dropped_count");
-            if (a && a->value.kind == LMC_TV_INT && a->value.u.i > 0)
-                res->recorder_dropped += (uint64_t)a->value.u.i;
+            lmc_trace_reader_add_dropped_count(rd, &res->recorder_dropped);
             continue;
         }
         if (lmc_trace_marker_find(rec.qualname, rec.qualname_len) != NULL)
@@ -212,9 +263,8 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         res->last_t_mono = t;
         lmc_replay_ctx_begin(ctx, view.index);
         const lmc_replay_outcome *o = NULL;
-        if (!lmc_dispatcher_has(d, rec.qualname)) {
+        if (skip_reason(&w, d, rd, &rec) != NULL) {
             res->skipped++;
-            warn_no_handler(&w, rec.qualname);
             view.failed = view.skipped = true;
         } else {
             lmc_error herr;
@@ -222,16 +272,22 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
             lmc_status hs = lmc_dispatcher_dispatch(d, rec.qualname, ctx, &rec, &herr);
             double lat = (double)(lmc_mono_ns() - t0) / 1e9;
             bool failed = hs != LMC_OK;
-            lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
+            if (!failed) {
+                o = lmc_replay_ctx_outcome(ctx);
+                if (o->op == LMC_TRACE_OP_NONE)
+                    o = NULL; /* a custom handler that reports none */
+            }
+            /* A record not reissued made no StorageManager call: no latency to report. */
+            if (o != NULL && o->not_reissued)
+                res->not_reissued++;
+            else
+                lmc_replay_stats_record(res->stats, rec.qualname, lat, failed);
             if (failed) {
                 res->failed++;
                 LMC_WARN(LOG_COMP, "trace replay: handler for %s raised: %s", rec.qualname,
                          herr.msg);
-            } else {
+            } else if (o == NULL || !o->not_reissued) {
                 res->replayed++;
-                o = lmc_replay_ctx_outcome(ctx);
-                if (o->op == LMC_TRACE_OP_NONE)
-                    o = NULL; /* a custom handler that reports none */
             }
             view.latency_s = lat;
             view.failed = failed;
@@ -245,6 +301,10 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     res->interrupted = stop != NULL && *stop;
     res->malformed = lmc_trace_reader_malformed(rd);
     res->truncated = lmc_trace_reader_truncated(rd);
+    if (tl.adjusted > 0)
+        LMC_WARN(LOG_COMP,
+                 "trace replay: the time rule moved %llu record(s) (docs/trace-format.md)",
+                 (unsigned long long)tl.adjusted);
 
     /* Final sweep: close what the trace left open, let async work finish. */
     lmc_replay_ctx_close_dangling(ctx);
@@ -263,6 +323,7 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
 
 out:
     lmc_replay_ctx_destroy(ctx);
+    lmc_replay_engine_destroy(engine); /* after the context, which gives up on what waits */
     lmc_outcome_queue_destroy(rs.queue);
     lmc_outcome_digest_destroy(rs.digest);
     lmc_dispatcher_destroy(own_dispatcher);

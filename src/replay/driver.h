@@ -15,9 +15,17 @@
  * (replay/pace.h). Either way the eviction period is 1 s x time_scale.
  *
  * A schema 1 trace replays with a warning that cache_salt may be missing.
- * Records with no handler are skipped (with a warning, once per qualname);
- * the recorder's dropped-records marker is skipped silently and its count
- * reported. A failing handler counts the record as failed.
+ * Records with no handler, or whose args do not decode, are skipped (with a
+ * warning, once per qualname); frames that are not records at all are
+ * counted as malformed, apart; the recorder's dropped-records marker is
+ * skipped silently and its count reported. A failing handler counts the
+ * record as failed. Record times go through the time rule
+ * (replay/timeline.h), so no trace can make a replay hang.
+ *
+ * Mode engine (replay/engine_mode.h) swaps the dispatcher for the engine
+ * mode's and hooks its waiting requests into the context's polls, so the
+ * same loop, pacers, reorder buffer, digest and outputs serve both modes;
+ * in realtime the pacer then also polls while it waits for a record.
  *
  * Outcomes: every record goes through a reorder buffer
  * (replay/outcome_queue.h), so on_record, the totals and the outcome
@@ -41,6 +49,27 @@
 #include "replay/outcome.h"
 #include "replay/pace.h"
 #include "replay/stats.h"
+#include "replay/timeline.h" /* the time rule; lmc_replay_check_time_scale */
+#include "trace/file_digest.h"
+
+/*
+ * What a replay does with the records (DESIGN.md 2):
+ *   calls   reissue every recorded call (the seed's replay; the default)
+ *   engine  each recorded lookup is a request that the server's own request
+ *           logic serves (replay/engine_mode.h); the recorded reads and
+ *           writes are not reissued
+ */
+typedef enum lmc_replay_mode {
+    LMC_REPLAY_MODE_CALLS = 0,
+    LMC_REPLAY_MODE_ENGINE = 1,
+} lmc_replay_mode;
+
+/* The mode names, indexed by lmc_replay_mode: the one list (flag, help, messages, results). */
+extern const char *const lmc_replay_mode_names[];
+extern const size_t lmc_replay_mode_count;
+
+/* "calls" or "engine" into *out; else LMC_ERR_INVALID "unknown mode 'x' (expected ...)". */
+lmc_status lmc_replay_mode_parse(const char *name, lmc_replay_mode *out, lmc_error *err);
 
 /* Called for every record reported, in record order, once its outcome is final. */
 typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud);
@@ -63,18 +92,24 @@ typedef struct lmc_replay_options {
     lmc_replay_pace pace;
     /* NULL: none. Gets ud too. */
     lmc_replay_on_finish on_finish;
+    /* LMC_REPLAY_MODE_CALLS (0, the default) or LMC_REPLAY_MODE_ENGINE (dispatcher must be NULL).
+     */
+    lmc_replay_mode mode;
 } lmc_replay_options;
 
 typedef struct lmc_replay_result {
-    uint64_t replayed;
-    uint64_t skipped;   /* records with no handler */
-    uint64_t malformed; /* records the reader could not decode (skipped too) */
+    uint64_t replayed;     /* records the mode reissued (engine: the lookups it served) */
+    uint64_t not_reissued; /* engine: the recorded reads and writes, kept for comparison */
+    uint64_t skipped;      /* no handler, or args that do not decode (as LMCache skips) */
+    uint64_t malformed;    /* frames LMCache's reader rejects: not records, never replayed */
     uint64_t failed;
     uint64_t recorder_dropped; /* from the trace's dropped-records marker */
     bool truncated;            /* the trace's tail was cut */
     bool interrupted;          /* options.stop ended the replay early */
     lmc_replay_stats *stats;   /* owned by the result */
     char level[32];
+    /* The trace file's digest (trace/file_digest.h); "" when it has none (not a regular file). */
+    char trace_digest[LMC_TRACE_DIGEST_HEX_LEN + 1];
     char header_digest[65];
     char replay_digest[65];
     int64_t schema_version;
@@ -88,10 +123,8 @@ typedef struct lmc_replay_result {
     lmc_replay_totals totals;       /* outcomes of every record, plus the final counters */
     char outcome_digest[LMC_SHA256_HEX_LEN + 1];
     lmc_replay_pace pace; /* virtual: no lateness was measured */
+    lmc_replay_mode mode;
 } lmc_replay_result;
-
-/* Check a --time-scale value: finite and > 0, else LMC_ERR_INVALID naming it. */
-lmc_status lmc_replay_check_time_scale(double scale, lmc_error *err);
 
 /*
  * Replay path against a StorageManager built from cfg. Opening errors

@@ -165,12 +165,53 @@ lmc_outcome_counter lmc_outcome_finish_read_reason(lmc_l1_error e)
     }
 }
 
+lmc_outcome_counter lmc_outcome_store_reason(lmc_l1_error e, lmc_l1_key_state state)
+{
+    switch (e) {
+    case LMC_L1_SUCCESS:
+        return LMC_OC_SUBMIT_PREFETCH_stored;
+    case LMC_L1_OUT_OF_MEMORY:
+        return LMC_OC_SUBMIT_PREFETCH_store_out_of_memory;
+    case LMC_L1_KEY_NOT_WRITABLE:
+        if (state == LMC_L1_STATE_WRITING)
+            return LMC_OC_SUBMIT_PREFETCH_store_write_locked;
+        return state == LMC_L1_STATE_ABSENT ? LMC_OC_SUBMIT_PREFETCH_store_other
+                                            : LMC_OC_SUBMIT_PREFETCH_store_present;
+    default:
+        return LMC_OC_SUBMIT_PREFETCH_store_other;
+    }
+}
+
+void lmc_outcome_prefetch_finish(lmc_replay_outcome *o, const lmc_prefetch_handle *h,
+                                 const lmc_bitmap *found, bool unfinished)
+{
+    size_t n_found = h->l1_found_count, prefix = 0;
+    if (found != NULL) {
+        n_found = lmc_bitmap_popcount(found);
+        prefix = lmc_bitmap_count_leading_ones(found);
+    } else {
+        /* The L1 hits ascend; the prefix is the run that starts at key 0. */
+        while (prefix < h->l1_found_count && h->l1_found_indices[prefix] == prefix)
+            prefix++;
+    }
+    o->v[LMC_OC_SUBMIT_PREFETCH_l2_hits] = (uint32_t)(n_found - h->l1_found_count);
+    o->v[LMC_OC_SUBMIT_PREFETCH_missed] = (uint32_t)(h->total_requested_keys - n_found);
+    o->v[LMC_OC_SUBMIT_PREFETCH_found_prefix] = (uint32_t)prefix;
+    o->v[LMC_OC_SUBMIT_PREFETCH_unfinished] = unfinished;
+    o->pending = false;
+}
+
 /* ---- totals and figures ----------------------------------------------- */
 
 void lmc_replay_totals_add(lmc_replay_totals *t, const lmc_replay_outcome *o)
 {
     if (o == NULL || o->op <= LMC_TRACE_OP_NONE || o->op >= LMC_TRACE_OP_COUNT_)
         return;
+    if (o->not_reissued) {
+        t->not_reissued[o->op]++;
+        t->not_reissued_keys[o->op] += o->n_keys;
+        return;
+    }
     t->records[o->op]++;
     t->keys[o->op] += o->n_keys;
     for (size_t c = 0; c < LMC_OC_COUNT_; c++) {
@@ -207,6 +248,21 @@ lmc_replay_figures lmc_replay_figures_of(const lmc_replay_totals *t)
     f.read_keys_found = t->v[LMC_OC_READ_ENTER_found];
     f.read_keys_missed = f.recorded_read_keys - f.read_keys_found;
     f.key_agreement = ratio(f.read_keys_found, f.recorded_read_keys, 1.0);
+    /* The trace's own reads and lookups, whether this mode reissued them or not. */
+    f.recorded_hit_rate = ratio(
+        t->keys[LMC_TRACE_OP_READ_ENTER] + t->not_reissued_keys[LMC_TRACE_OP_READ_ENTER],
+        t->keys[LMC_TRACE_OP_SUBMIT_PREFETCH] + t->not_reissued_keys[LMC_TRACE_OP_SUBMIT_PREFETCH],
+        0.0);
+    for (int op = LMC_TRACE_OP_NONE + 1; op < LMC_TRACE_OP_COUNT_; op++)
+        f.not_reissued_records += t->not_reissued[op];
+    f.engine_hit_keys = t->v[LMC_OC_SUBMIT_PREFETCH_hit_keys];
+    f.engine_hit_rate = ratio(f.engine_hit_keys, f.looked_up_keys, 0.0);
+    f.engine_read_keys = t->v[LMC_OC_SUBMIT_PREFETCH_read];
+    f.engine_stored_keys = t->v[LMC_OC_SUBMIT_PREFETCH_stored];
+    f.engine_refused_keys = t->v[LMC_OC_SUBMIT_PREFETCH_store_present] +
+                            t->v[LMC_OC_SUBMIT_PREFETCH_store_write_locked] +
+                            t->v[LMC_OC_SUBMIT_PREFETCH_store_out_of_memory] +
+                            t->v[LMC_OC_SUBMIT_PREFETCH_store_other];
     return f;
 }
 
@@ -297,6 +353,11 @@ size_t lmc_outcome_encode_record(char *buf, size_t cap, const lmc_replay_record_
         lmc_fixbuf_puts(&l, " skipped");
     } else if (rec->failed || o == NULL) {
         lmc_fixbuf_puts(&l, " failed");
+    } else if (o->not_reissued) {
+        lmc_fixbuf_puts(&l, " not_reissued keys=");
+        lmc_fixbuf_u64(&l, o->n_keys);
+        lmc_fixbuf_puts(&l, " kh=");
+        lmc_fixbuf_hex64(&l, o->keys_hash);
     } else {
         lmc_fixbuf_puts(&l, " keys=");
         lmc_fixbuf_u64(&l, o->n_keys);

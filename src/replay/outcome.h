@@ -11,9 +11,10 @@
  * The outcome digest is a SHA-256 over a canonical text stream with no
  * timing in it: one line per reported record in record order,
  *
- *   "<index> <qualname>" then " skipped" | " failed" | " keys=<n>
- *   kh=<16 hex digits of lmc_outcome_keys_hash>" and, for each counter of
- *   the record's op in table order, " <name>=<value>"; then "\n"
+ *   "<index> <qualname>" then " skipped" | " failed" | " not_reissued
+ *   keys=<n> kh=<16 hex digits>" | " keys=<n> kh=<16 hex digits of
+ *   lmc_outcome_keys_hash>" and, for each counter of the record's op in
+ *   table order, " <name>=<value>"; then "\n"
  *
  * then one line of the final counters,
  *
@@ -40,7 +41,7 @@
 
 /* Bumped when the result schema or the digest stream changes meaning. */
 #define LMC_REPLAY_RESULT_SCHEMA "lmcache.trace_replay_result"
-#define LMC_REPLAY_RESULT_SCHEMA_VERSION 1
+#define LMC_REPLAY_RESULT_SCHEMA_VERSION 2
 
 typedef enum lmc_outcome_counter {
 #define LMC_OUTCOME_COUNT(OP, name, doc) LMC_OC_##OP##_##name,
@@ -68,6 +69,12 @@ const char *lmc_outcome_op_name(lmc_trace_op op);
 typedef struct lmc_replay_outcome {
     lmc_trace_op op;
     bool pending; /* a prefetch whose L2 part has not been collected yet */
+    /*
+     * A record the replay's mode does not reissue (mode engine: the recorded
+     * reads and writes, kept for the recording's own hit rate): only n_keys
+     * and keys_hash are set, and the totals count it apart.
+     */
+    bool not_reissued;
     uint32_t n_keys;
     uint64_t keys_hash; /* lmc_outcome_keys_hash of the record's keys */
     uint32_t v[LMC_OC_COUNT_];
@@ -107,6 +114,22 @@ lmc_outcome_counter lmc_outcome_reserve_reason(lmc_l1_error e, lmc_write_mode mo
 lmc_outcome_counter lmc_outcome_finish_write_reason(lmc_l1_error e);
 lmc_outcome_counter lmc_outcome_read_reason(lmc_l1_error e, lmc_l1_key_state state);
 lmc_outcome_counter lmc_outcome_finish_read_reason(lmc_l1_error e);
+/*
+ * Engine mode's store (reserve_write mode new of the keys after the found
+ * prefix): SUCCESS stored; OUT_OF_MEMORY store_out_of_memory;
+ * KEY_NOT_WRITABLE store_write_locked (WRITING) or store_present (any
+ * other state in L1); else store_other.
+ */
+lmc_outcome_counter lmc_outcome_store_reason(lmc_l1_error e, lmc_l1_key_state state);
+
+/*
+ * The found part of a submit_prefetch_task outcome (l2_hits, missed,
+ * found_prefix, unfinished), made final, from its handle and found-key
+ * bitmap (NULL: only the L1 hits at submit are known, as when the L2 part
+ * never finished). l1_hits and l2_sent are set at submit from the handle.
+ */
+void lmc_outcome_prefetch_finish(lmc_replay_outcome *o, const lmc_prefetch_handle *h,
+                                 const lmc_bitmap *found, bool unfinished);
 
 /* True when a reserve_write (or read enter) result needs the key's state to be classified. */
 bool lmc_outcome_reserve_needs_state(lmc_l1_error e);
@@ -135,7 +158,10 @@ typedef struct lmc_replay_totals {
     uint64_t records[LMC_TRACE_OP_COUNT_]; /* records with an outcome, per op */
     uint64_t keys[LMC_TRACE_OP_COUNT_];    /* their keys */
     uint64_t v[LMC_OC_COUNT_];             /* each counter, summed */
-    uint64_t l1_peak_used_bytes;           /* sampled after every record */
+    /* Records not reissued (outcome not_reissued), per op, and their keys. */
+    uint64_t not_reissued[LMC_TRACE_OP_COUNT_];
+    uint64_t not_reissued_keys[LMC_TRACE_OP_COUNT_];
+    uint64_t l1_peak_used_bytes; /* sampled after every record */
     uint64_t l1_capacity_bytes;
     lmc_sm_counters sm; /* the StorageManager's own counters at the end */
 } lmc_replay_totals;
@@ -170,7 +196,21 @@ void lmc_replay_totals_add(lmc_replay_totals *t, const lmc_replay_outcome *o);
     X(recorded_read_keys, U64, "keys of the recorded reads")                                       \
     X(read_keys_found, U64, "of those, found here")                                                \
     X(read_keys_missed, U64, "recorded_read_keys - read_keys_found")                               \
-    X(key_agreement, F64, "read_keys_found / recorded_read_keys")
+    X(key_agreement, F64, "read_keys_found / recorded_read_keys")                                  \
+    X(recorded_hit_rate, F64,                                                                      \
+      "keys the trace's reads read / keys its lookups asked for: the recording's own hit "         \
+      "rate (either mode)")                                                                        \
+    X(not_reissued_records, U64,                                                                   \
+      "records the mode did not reissue (engine: the recorded reads and writes)")                  \
+    X(engine_hit_keys, U64, "engine mode: the whole-chunk found prefixes the requests read")       \
+    X(engine_hit_rate, F64,                                                                        \
+      "engine_hit_keys / looked_up_keys: the hit rate of `lmcache bench server` (hit chunks / "    \
+      "chunks)")                                                                                   \
+    X(engine_read_keys, U64, "engine mode: keys the requests' retrieves read")                     \
+    X(engine_stored_keys, U64, "engine mode: keys the requests stored")                            \
+    X(engine_refused_keys, U64,                                                                    \
+      "engine mode: keys after a found prefix that were not stored (present, being written, "      \
+      "no room, other)")
 
 #define LMC_FIGURE_TYPE_U64 uint64_t
 #define LMC_FIGURE_TYPE_F64 double

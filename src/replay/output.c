@@ -244,8 +244,10 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .level = res->level,
         .replayed = res->replayed,
         .skipped = res->skipped,
+        .malformed = res->malformed,
         .failed = res->failed,
         .duration_s = lmc_replay_stats_duration_s(res->stats),
+        .trace_digest = res->trace_digest,
         .header_digest = res->header_digest,
         .replay_digest = res->replay_digest,
         .time_scale = time_scale,
@@ -256,7 +258,6 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .totals = &res->totals,
         .figures = lmc_replay_figures_of(&res->totals),
         .outcome_digest = res->outcome_digest,
-        .malformed = res->malformed,
         .recorder_dropped = res->recorder_dropped,
         .reported = res->reported,
         .unfinished_prefetches = res->unfinished_prefetches,
@@ -271,7 +272,8 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .replay_config_json = res->replay_config_json,
         .config_diffs = (const char *const *)diffs.v,
         .n_config_diffs = diffs.n,
-        .mode = "calls",
+        .mode = lmc_replay_mode_names[res->mode == LMC_REPLAY_MODE_ENGINE ? LMC_REPLAY_MODE_ENGINE
+                                                                          : LMC_REPLAY_MODE_CALLS],
         .pace =
             lmc_replay_pace_names[res->pace == LMC_REPLAY_PACE_VIRTUAL ? LMC_REPLAY_PACE_VIRTUAL
                                                                        : LMC_REPLAY_PACE_REALTIME],

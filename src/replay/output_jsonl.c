@@ -8,7 +8,9 @@
  *    "outcome": {"op": "<op>", "<counter>": <n>, ...} | null}
  *
  * The outcome lists every counter of the record's op (replay/outcome.def)
- * in table order; it is null for a skipped or failed record. latency_ms is
+ * in table order; it is null for a skipped or failed record, and
+ * {"op": "<op>", "not_reissued": true} for a record the mode did not
+ * reissue (mode engine's recorded reads and writes). latency_ms is
  * 0.0 for a skipped record (which reports failed: true), as in LMCache,
  * whose three keys qualname, latency_ms and failed keep their meaning.
  *
@@ -42,7 +44,9 @@ static void record(FILE *f, const lmc_replay_record_view *rec)
     } else {
         fprintf(f, "{\"op\": \"%s\"", lmc_outcome_op_name(o->op));
         const lmc_outcome_counter_info *ci;
-        for (size_t c = 0; (ci = lmc_outcome_counter_get(c)) != NULL; c++) {
+        if (o->not_reissued)
+            fputs(", \"not_reissued\": true", f);
+        for (size_t c = 0; (ci = lmc_outcome_counter_get(c)) != NULL && !o->not_reissued; c++) {
             if (ci->op == o->op)
                 fprintf(f, ", \"%s\": %" PRIu32, ci->name, o->v[c]);
         }

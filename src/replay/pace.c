@@ -80,6 +80,8 @@ static void realtime_start(lmc_replay_pacer *p)
 static bool realtime_wait(lmc_replay_pacer *p, uint64_t due_ns, uint64_t *late_ns)
 {
     uint64_t due = p->origin_ns + due_ns;
+    /* Waiting work (mode engine's requests) is collected every POLL_NS until none is left. */
+    bool polling = p->poll_while_waiting && lmc_replay_ctx_poll_prefetches(p->ctx) > 0;
     uint64_t now = lmc_mono_ns();
     if (now < due) {
         /* A long wait sleeps in slices when it may be stopped (Ctrl-C ends it promptly). */
@@ -91,11 +93,20 @@ static bool realtime_wait(lmc_replay_pacer *p, uint64_t due_ns, uint64_t *late_n
             uint64_t until = due - SPIN_NS;
             if (p->stop != NULL && until - now > STOP_SLICE_NS)
                 until = now + STOP_SLICE_NS;
+            if (polling && until - now > POLL_NS)
+                until = now + POLL_NS;
             lmc_sleep_until_ns(until);
+            if (polling)
+                polling = lmc_replay_ctx_poll_prefetches(p->ctx) > 0;
             if ((now = lmc_mono_ns()) >= due)
                 break;
         }
+        uint64_t next_poll = now + POLL_NS;
         while ((now = lmc_mono_ns()) < due) {
+            if (polling && now >= next_poll) {
+                polling = lmc_replay_ctx_poll_prefetches(p->ctx) > 0;
+                next_poll = lmc_mono_ns() + POLL_NS;
+            }
 #if defined(__x86_64__) || defined(__i386__)
             __builtin_ia32_pause();
 #endif

@@ -68,6 +68,13 @@ typedef struct lmc_replay_pacer {
     uint64_t origin_ns;      /* realtime: the monotonic clock at start */
     /* Non-NULL: a realtime wait ends early once *stop is non-zero (Ctrl-C). */
     const volatile sig_atomic_t *stop;
+    /*
+     * A realtime wait also collects finished work while it waits (every
+     * 0.5 ms while anything is pending): mode engine's requests go on
+     * when their lookup answers, not at the next record. Virtual waits
+     * always collect after each event.
+     */
+    bool poll_while_waiting;
 } lmc_replay_pacer;
 
 /* A pacer over sm (built with lmc_replay_pace_runtime for the same pace) and ctx. */

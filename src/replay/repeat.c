@@ -19,7 +19,6 @@
 #include "replay/result_json.h"
 
 #define SEP '\x1f'
-#define MAX_DEPTH 8
 
 typedef struct row {
     char *path; /* keys joined by SEP */
@@ -32,13 +31,6 @@ struct lmc_replay_repeat {
     char **digests;
     size_t runs, cap_runs;
 };
-
-/* The subtrees of a result whose numbers are figures (a key, or a key and a child). */
-static const char *const g_roots[][2] = {{"duration_s", NULL},
-                                         {"trace", "records"},
-                                         {"outcomes", NULL},
-                                         {"ops", NULL},
-                                         {"lateness", NULL}};
 
 lmc_replay_repeat *lmc_replay_repeat_create(void)
 {
@@ -131,33 +123,30 @@ static row *add_row(lmc_replay_repeat *r, const char *path)
     return w;
 }
 
-/* Record every numeric leaf under v at path (len bytes of buf in use). */
-static bool collect(lmc_replay_repeat *r, size_t run, const lmc_json *v, char *buf, size_t len,
-                    size_t cap)
+/* One figure of one run: its row (keys joined by SEP), created as needed, gets the value. */
+typedef struct add_ctx {
+    lmc_replay_repeat *r;
+    size_t run;
+} add_ctx;
+
+static bool add_figure(const char *const *keys, size_t depth, const lmc_json *v, void *ud)
 {
-    lmc_json_type t = lmc_json_type_of(v);
-    if (t == LMC_JSON_INT || t == LMC_JSON_FLOAT) {
-        row *w = find_row(r, buf);
-        if (w == NULL && (w = add_row(r, buf)) == NULL)
-            return false;
-        w->v[run] = lmc_json_get_number(v);
-        return true;
+    add_ctx *c = ud;
+    char buf[1024];
+    size_t len = 0;
+    for (size_t i = 0; i < depth; i++) {
+        size_t kl = strlen(keys[i]);
+        if (len + 1 + kl + 1 > sizeof(buf))
+            return true; /* a path this long is no figure of ours */
+        if (i > 0)
+            buf[len++] = SEP;
+        memcpy(buf + len, keys[i], kl + 1);
+        len += kl;
     }
-    if (t != LMC_JSON_OBJECT)
-        return true;
-    for (size_t i = 0; i < lmc_json_size(v); i++) {
-        const char *k = lmc_json_object_key_at(v, i);
-        size_t kl = strlen(k);
-        if (len + 1 + kl + 1 > cap)
-            continue; /* a path this long is no figure of ours */
-        size_t nl = len;
-        if (nl > 0)
-            buf[nl++] = SEP;
-        memcpy(buf + nl, k, kl + 1);
-        if (!collect(r, run, lmc_json_object_value_at(v, i), buf, nl + kl, cap))
-            return false;
-        buf[len] = '\0';
-    }
+    row *w = find_row(c->r, buf);
+    if (w == NULL && (w = add_row(c->r, buf)) == NULL)
+        return false;
+    w->v[c->run] = lmc_json_get_number(v);
     return true;
 }
 
@@ -171,18 +160,9 @@ lmc_status lmc_replay_repeat_add(lmc_replay_repeat *r, const lmc_replay_summary 
     lmc_status st = LMC_OK;
     if (r->runs == r->cap_runs && !grow_runs(r, r->cap_runs ? r->cap_runs * 2 : 4))
         st = LMC_ERR_NOMEM;
-    char buf[1024];
-    for (size_t i = 0; st == LMC_OK && i < sizeof(g_roots) / sizeof(g_roots[0]); i++) {
-        const lmc_json *sub = lmc_json_object_get(j, g_roots[i][0]);
-        if (g_roots[i][1] != NULL) {
-            sub = sub != NULL ? lmc_json_object_get(sub, g_roots[i][1]) : NULL;
-            snprintf(buf, sizeof(buf), "%s%c%s", g_roots[i][0], SEP, g_roots[i][1]);
-        } else {
-            snprintf(buf, sizeof(buf), "%s", g_roots[i][0]);
-        }
-        if (sub != NULL && !collect(r, r->runs, sub, buf, strlen(buf), sizeof(buf)))
-            st = LMC_ERR_NOMEM;
-    }
+    add_ctx c = {r, r->runs};
+    if (st == LMC_OK && !lmc_replay_result_each_figure(j, add_figure, &c))
+        st = LMC_ERR_NOMEM;
     if (st == LMC_OK) {
         r->digests[r->runs] = strdup(run->outcome_digest ? run->outcome_digest : "");
         if (r->digests[r->runs] == NULL)

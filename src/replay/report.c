@@ -346,6 +346,12 @@ bool lmc_replay_behind_schedule(const lmc_replay_summary *s, char *why, size_t l
     return over_abs || over_gap;
 }
 
+/* A result of mode engine (the one list of mode names is replay/driver.h's). */
+static bool engine_mode(const lmc_replay_summary *s)
+{
+    return s->mode != NULL && strcmp(s->mode, lmc_replay_mode_names[LMC_REPLAY_MODE_ENGINE]) == 0;
+}
+
 static const char *percent(report *r, double ratio)
 {
     return own_printf(r, "%.1f%%", ratio * 100.0);
@@ -355,9 +361,16 @@ static void overall_section(report *r, const lmc_replay_summary *s)
 {
     section_begin(r);
     add(r, metric_str("level", "Trace level", s->level));
+    if (engine_mode(s))
+        add(r, metric_str("mode", "Mode", "engine (lookups served as requests)"));
     add(r, metric_int("replayed", "Records replayed", s->replayed));
-    add(r, metric_int("skipped", "Records skipped", s->skipped + s->malformed));
+    if (engine_mode(s))
+        add(r, metric_int("not_reissued", "Records not reissued", s->figures.not_reissued_records));
+    add(r, metric_int("skipped", "Records skipped", s->skipped));
     add(r, metric_int("failed", "Records failed", s->failed));
+    /* Not records at all (LMCache's reader skips them before its replay sees them). */
+    if (s->malformed > 0)
+        add(r, metric_int("malformed", "Records malformed", s->malformed));
     add(r, metric_float("duration", "Replay duration (s)", lmc_round3(s->duration_s)));
     if (s->interrupted)
         add(r, metric_str("status", "Status",
@@ -381,20 +394,11 @@ static void overall_section(report *r, const lmc_replay_summary *s)
     section_end(r, "overall", "Overall");
 }
 
-static void outcome_sections(report *r, const lmc_replay_summary *s)
+/* Mode calls' rows: how the recorded reads fared, and the reservations. */
+static void agreement_rows(report *r, const lmc_replay_summary *s)
 {
     const lmc_replay_figures *f = &s->figures;
     const lmc_replay_totals *t = s->totals;
-    section_begin(r);
-    add(r, metric_str("chunk_hit_rate", "Chunk hit rate",
-                      own_printf(r, "%.1f%% (%" PRIu64 " of %" PRIu64 " keys)",
-                                 f->chunk_hit_rate * 100.0, f->found_keys, f->looked_up_keys)));
-    add(r, metric_str(
-               "l1_hit_rate", "L1 hit rate",
-               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l1_hit_rate * 100.0, f->l1_hit_keys)));
-    add(r, metric_str(
-               "l2_hit_rate", "L2 hit rate",
-               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l2_hit_rate * 100.0, f->l2_hit_keys)));
     add(r, metric_str("read_agreement", "Recorded hits still hit",
                       f->read_agreement < 1.0
                           ? own_printf(r, "%.1f%% (%.1f%% lost)", f->read_agreement * 100.0,
@@ -413,6 +417,56 @@ static void outcome_sections(report *r, const lmc_replay_summary *s)
             t->v[c] > 0)
             add(r, metric_int(ci->name, own_printf(r, "  refused, %s", ci->name), t->v[c]));
     }
+}
+
+/* Mode engine's outcome rows: the requests' hit rate beside the recording's, reads, stores. */
+static void engine_rows(report *r, const lmc_replay_summary *s)
+{
+    const lmc_replay_figures *f = &s->figures;
+    const lmc_replay_totals *t = s->totals;
+    add(r,
+        metric_str("engine_hit_rate", "Engine hit rate",
+                   own_printf(r, "%.1f%% (%" PRIu64 " of %" PRIu64 " keys)",
+                              f->engine_hit_rate * 100.0, f->engine_hit_keys, f->looked_up_keys)));
+    add(r, metric_str("recorded_hit_rate", "Recorded hit rate",
+                      own_printf(r, "%.1f%% (the recording's own)", f->recorded_hit_rate * 100.0)));
+    add(r, metric_int("requests", "Requests", f->lookups));
+    add(r, metric_int("engine_read_keys", "Keys read", f->engine_read_keys));
+    if (t->v[LMC_OC_SUBMIT_PREFETCH_read_failed] > 0)
+        add(r, metric_int("read_failed", "Keys whose read was refused",
+                          t->v[LMC_OC_SUBMIT_PREFETCH_read_failed]));
+    add(r, metric_int("engine_stored_keys", "Keys stored", f->engine_stored_keys));
+    add(r, metric_str("engine_refused_keys", "Stores refused (keys)",
+                      own_printf(r, "%" PRIu64 " of %" PRIu64, f->engine_refused_keys,
+                                 f->engine_refused_keys + f->engine_stored_keys)));
+    const lmc_outcome_counter_info *ci;
+    for (size_t c = LMC_OC_SUBMIT_PREFETCH_store_present;
+         c <= LMC_OC_SUBMIT_PREFETCH_store_other && (ci = lmc_outcome_counter_get(c)) != NULL;
+         c++) {
+        if (t->v[c] > 0)
+            add(r, metric_int(ci->name, own_printf(r, "  refused, %s", ci->name + strlen("store_")),
+                              t->v[c]));
+    }
+}
+
+static void outcome_sections(report *r, const lmc_replay_summary *s)
+{
+    const lmc_replay_figures *f = &s->figures;
+    const lmc_replay_totals *t = s->totals;
+    section_begin(r);
+    if (engine_mode(s))
+        engine_rows(r, s);
+    add(r, metric_str("chunk_hit_rate", "Chunk hit rate",
+                      own_printf(r, "%.1f%% (%" PRIu64 " of %" PRIu64 " keys)",
+                                 f->chunk_hit_rate * 100.0, f->found_keys, f->looked_up_keys)));
+    add(r, metric_str(
+               "l1_hit_rate", "L1 hit rate",
+               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l1_hit_rate * 100.0, f->l1_hit_keys)));
+    add(r, metric_str(
+               "l2_hit_rate", "L2 hit rate",
+               own_printf(r, "%.1f%% (%" PRIu64 " keys)", f->l2_hit_rate * 100.0, f->l2_hit_keys)));
+    if (!engine_mode(s))
+        agreement_rows(r, s);
     if (s->unfinished_prefetches > 0)
         add(r,
             metric_int("unfinished_prefetches", "Unfinished prefetches", s->unfinished_prefetches));
@@ -506,12 +560,19 @@ static void repeat_section(report *r, const lmc_replay_summary *s)
     size_t runs = lmc_replay_repeat_runs(rep);
     section_begin(r);
 #define FIG(name) (const char *const[]){"outcomes", "figures", name}, 3
+    if (engine_mode(s))
+        repeat_row(r, s, "Engine hit rate (%)", FIG("engine_hit_rate"), 100.0, "%.1f");
     repeat_row(r, s, "Chunk hit rate (%)", FIG("chunk_hit_rate"), 100.0, "%.1f");
     repeat_row(r, s, "L1 hit rate (%)", FIG("l1_hit_rate"), 100.0, "%.1f");
     repeat_row(r, s, "L2 hit rate (%)", FIG("l2_hit_rate"), 100.0, "%.1f");
-    repeat_row(r, s, "Recorded hits still hit (%)", FIG("read_agreement"), 100.0, "%.1f");
-    repeat_row(r, s, "Reservations refused (keys)", FIG("refused_keys"), 1.0, "%.0f");
-    repeat_row(r, s, "Failed reads", FIG("failed_reads"), 1.0, "%.0f");
+    if (engine_mode(s)) {
+        repeat_row(r, s, "Keys stored", FIG("engine_stored_keys"), 1.0, "%.0f");
+        repeat_row(r, s, "Stores refused (keys)", FIG("engine_refused_keys"), 1.0, "%.0f");
+    } else {
+        repeat_row(r, s, "Recorded hits still hit (%)", FIG("read_agreement"), 100.0, "%.1f");
+        repeat_row(r, s, "Reservations refused (keys)", FIG("refused_keys"), 1.0, "%.0f");
+        repeat_row(r, s, "Failed reads", FIG("failed_reads"), 1.0, "%.0f");
+    }
 #undef FIG
     repeat_row(r, s, "L1 evictions (keys)", (const char *const[]){"outcomes", "l1", "evicted_keys"},
                3, 1.0, "%.0f");

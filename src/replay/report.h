@@ -45,6 +45,7 @@ typedef struct lmc_replay_repeat lmc_replay_repeat; /* replay/repeat.h */
 typedef struct lmc_replay_summary {
     const char *level;
     uint64_t replayed, skipped, failed;
+    uint64_t malformed; /* frames that are not records (a row only when > 0) */
     double duration_s;
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;
@@ -58,7 +59,7 @@ typedef struct lmc_replay_summary {
     const lmc_replay_totals *totals; /* NULL: no outcome sections (a latency-only summary) */
     lmc_replay_figures figures;      /* of totals */
     const char *outcome_digest;
-    uint64_t malformed, recorder_dropped, reported, unfinished_prefetches;
+    uint64_t recorder_dropped, reported, unfinished_prefetches;
     bool truncated, interrupted;
     int64_t schema_version, format_version;
     double trace_span_s; /* last minus first recorded time of the records reported */
@@ -68,6 +69,7 @@ typedef struct lmc_replay_summary {
     const char *const *config_diffs; /* paths where the two configs differ */
     size_t n_config_diffs;
     const char *trace_path, *mode, *pace;
+    const char *trace_digest; /* the trace file's (trace/file_digest.h); NULL or "": none */
     /* Files this replay writes (NULL: not written), for the result's "outputs". */
     const char *jsonl_path, *csv_path, *outcomes_csv_path, *summary_json_path, *output_path;
     const lmc_replay_repeat *repeat; /* --repeat: spreads over the runs; NULL otherwise */

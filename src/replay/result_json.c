@@ -75,6 +75,9 @@ static lmc_json *trace_json(builder *b, const lmc_replay_summary *s)
 {
     lmc_json *t = lmc_json_object();
     set(b, t, "path", str_or_null(s->trace_path));
+    set(b, t, "digest",
+        s->trace_digest != NULL && s->trace_digest[0] ? lmc_json_string(s->trace_digest)
+                                                      : lmc_json_null());
     set(b, t, "level", str_or_null(s->level));
     set(b, t, "format_version", lmc_json_int(s->format_version));
     set(b, t, "trace_schema_version", lmc_json_int(s->schema_version));
@@ -242,4 +245,43 @@ char *lmc_replay_result_json_text(const lmc_replay_summary *s)
     char *text = root != NULL ? lmc_json_dumps_line(root, 0, 2) : NULL;
     lmc_json_free(root);
     return text;
+}
+
+/* The subtrees of a result whose numbers are figures (a key, or a key and a child). */
+static const char *const g_figure_roots[][2] = {{"duration_s", NULL},
+                                                {"trace", "records"},
+                                                {"outcomes", NULL},
+                                                {"ops", NULL},
+                                                {"lateness", NULL}};
+
+static bool each_number(const lmc_json *v, const char **keys, size_t depth, lmc_replay_figure_cb cb,
+                        void *ud)
+{
+    lmc_json_type t = lmc_json_type_of(v);
+    if (t == LMC_JSON_INT || t == LMC_JSON_FLOAT)
+        return cb(keys, depth, v, ud);
+    if (t != LMC_JSON_OBJECT || depth == LMC_REPLAY_FIGURE_MAX_DEPTH)
+        return true;
+    for (size_t i = 0; i < lmc_json_size(v); i++) {
+        keys[depth] = lmc_json_object_key_at(v, i);
+        if (!each_number(lmc_json_object_value_at(v, i), keys, depth + 1, cb, ud))
+            return false;
+    }
+    return true;
+}
+
+bool lmc_replay_result_each_figure(const lmc_json *result, lmc_replay_figure_cb cb, void *ud)
+{
+    const char *keys[LMC_REPLAY_FIGURE_MAX_DEPTH];
+    for (size_t i = 0; i < sizeof(g_figure_roots) / sizeof(g_figure_roots[0]); i++) {
+        size_t depth = 0;
+        const lmc_json *sub = result;
+        for (size_t k = 0; k < 2 && g_figure_roots[i][k] != NULL && sub != NULL; k++) {
+            keys[depth++] = g_figure_roots[i][k];
+            sub = lmc_json_object_get(sub, g_figure_roots[i][k]);
+        }
+        if (sub != NULL && !each_number(sub, keys, depth, cb, ud))
+            return false;
+    }
+    return true;
 }

@@ -57,6 +57,11 @@ lmc_counters *lmc_engine_counters(lmc_engine *e)
     return &e->counters;
 }
 
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud)
+{
+    lmc_session_table_set_observer(e->sessions, fn, ud);
+}
+
 int lmc_engine_chunk_size(const lmc_engine *e)
 {
     return e->chunk_size;
@@ -228,11 +233,17 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t
     LMC_COUNT(&e->counters, read_enter, 1);
     if (st != LMC_OK)
         return lmc_error_set(err, st, "retrieve: out of memory");
+    lmc_status copied = LMC_OK;
     if (ctx.ok && copy != NULL) {
-        for (size_t i = 0; i < n; i++)
-            copy->from_object(copy->ctx, i, &ctx.objs[i]);
+        for (size_t i = 0; i < n && copied == LMC_OK; i++)
+            copied = copy->from_object(copy->ctx, i, &ctx.objs[i], err);
     }
-    *ok = ctx.ok;
+    /*
+     * A failed copy releases nothing, like a retrieve refused before the read:
+     * whatever fails, the lookup's locks stay for free_lookup_locks (or their
+     * TTL), so a session's accounting never depends on where a retrieve failed.
+     */
+    *ok = ctx.ok && copied == LMC_OK;
     lmc_sm_read_prefetched_exit(e->sm, &ctx, false);
     LMC_COUNT(&e->counters, read_exit, 1);
     if (*ok) {
@@ -240,13 +251,21 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t
         lmc_sm_finish_read_prefetched(e->sm, keys, n, 0, NULL);
         LMC_COUNT(&e->counters, finish_read_prefetched, 1);
     }
-    return LMC_OK;
+    return copied;
 }
 
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err)
 {
-    lmc_l1_error *errs = malloc((n ? n : 1) * sizeof(*errs));
+    return lmc_engine_store_results(e, keys, n, layout, copy, NULL, err);
+}
+
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *results, lmc_error *err)
+{
+    lmc_l1_error *own = results == NULL ? malloc((n ? n : 1) * sizeof(*own)) : NULL;
+    lmc_l1_error *errs = results != NULL ? results : own;
     lmc_memory_obj *objs = malloc((n ? n : 1) * sizeof(*objs));
     lmc_object_key *done = malloc((n ? n : 1) * sizeof(*done));
     lmc_status st = LMC_OK;
@@ -260,16 +279,19 @@ lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
     for (size_t i = 0; i < n; i++) {
         if (errs[i] != LMC_L1_SUCCESS)
             continue; /* already present, locked, or no room: skipped */
-        if (copy != NULL)
-            copy->to_object(copy->ctx, i, &objs[i]);
         done[n_done++] = keys[i];
+        if (copy != NULL && st == LMC_OK)
+            st = copy->to_object(copy->ctx, i, &objs[i], err);
     }
-    if (n_done > 0) {
+    if (st != LMC_OK) {
+        /* Fail closed: no object is committed with half the client's bytes. */
+        lmc_sm_abort_write(e->sm, done, n_done);
+    } else if (n_done > 0) {
         lmc_sm_finish_write(e->sm, done, n_done, NULL);
         LMC_COUNT(&e->counters, finish_write, 1);
     }
 out:
-    free(errs);
+    free(own);
     free(objs);
     free(done);
     return st;

@@ -35,13 +35,15 @@
 
 /*
  * How one request's KV bytes move between the client and L1 objects. chunk
- * counts the request's chunks from its first (key i of retrieve/store).
+ * counts the request's chunks from its first (key i of retrieve/store). A
+ * copy may fail (the client's memory is not what it registered, the object
+ * has another layout): it then sets err, and the request fails.
  */
 typedef struct lmc_kv_copy {
     /* store: the client's bytes of the chunk into obj */
-    void (*to_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj);
+    lmc_status (*to_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err);
     /* retrieve: obj into the client's place for the chunk */
-    void (*from_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj);
+    lmc_status (*from_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err);
     void *ctx;
 } lmc_kv_copy;
 
@@ -54,7 +56,11 @@ lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size, lmc_engine
 void lmc_engine_destroy(lmc_engine *e);
 
 lmc_counters *lmc_engine_counters(lmc_engine *e);
+
 int lmc_engine_chunk_size(const lmc_engine *e);
+
+/* Observe every lookup's prefetch (sessions.h: lmc_lookup_observer); before the first lookup. */
+void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud);
 
 /* [start, end) must be chunk-aligned and inside the tokens. op names the request in messages. */
 lmc_status lmc_engine_check_aligned(const lmc_engine *e, const char *op, const lmc_ipc_key *key,
@@ -87,17 +93,28 @@ lmc_session_state lmc_engine_query(lmc_engine *e, const char *request_id, bool l
 /*
  * retrieve: read the keys' prefetched objects, copy each out (copy may be
  * NULL), then release this reader's lock. *ok is false when any key was
- * not readable (nothing is copied then).
+ * not readable (nothing is copied then). A failed copy is the error
+ * returned and releases no lock, as a retrieve refused before it reads: the
+ * lookup's locks stay for free_lookup_locks (or their TTL).
  */
 lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t n,
                                const lmc_kv_copy *copy, bool *ok, lmc_error *err);
 
 /*
  * store: reserve the keys that are new, copy each in (copy may be NULL),
- * finish them. Keys present, locked or without room are skipped.
+ * finish them. Keys present, locked or without room are skipped. A failed
+ * copy is the error returned, and nothing is committed: every reservation
+ * is dropped (lmc_sm_abort_write).
  */
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,
                             const lmc_layout_desc *layout, const lmc_kv_copy *copy, lmc_error *err);
+/*
+ * The same, with each key's reservation result in results (n entries:
+ * SUCCESS = stored); on failure (out of memory) they are not set.
+ */
+lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, size_t n,
+                                    const lmc_layout_desc *layout, const lmc_kv_copy *copy,
+                                    lmc_l1_error *results, lmc_error *err);
 
 /* free_lookup_locks, end_session (sessions.h), clear, and the session TTL sweep. */
 void lmc_engine_free_lookup_locks(lmc_engine *e, const char *request_id);

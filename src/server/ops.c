@@ -17,8 +17,9 @@ typedef lmc_status (*op_handler)(const lmc_op_ctx *ctx, const lmc_request *q, ms
 static lmc_status op_register(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                               lmc_error *err)
 {
-    lmc_status st = lmc_regions_register(ctx->regions, q->instance_id, &q->region, q->model_name,
-                                         q->world_size, q->worker_id, err);
+    lmc_status st =
+        lmc_regions_register(ctx->regions, q->conn_id, q->peer_uid, q->instance_id, &q->region,
+                             q->model_name, q->world_size, q->worker_id, err);
     if (st == LMC_OK)
         lmc_response_nil(out);
     return st;
@@ -27,7 +28,7 @@ static lmc_status op_register(const lmc_op_ctx *ctx, const lmc_request *q, msgpa
 static lmc_status op_unregister(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                                 lmc_error *err)
 {
-    lmc_status st = lmc_regions_unregister(ctx->regions, q->instance_id, err);
+    lmc_status st = lmc_regions_unregister(ctx->regions, q->conn_id, q->instance_id, err);
     if (st == LMC_OK)
         lmc_response_nil(out);
     return st;
@@ -82,41 +83,48 @@ static lmc_status op_query_prefetch_lookup_hits(const lmc_op_ctx *ctx, const lmc
     return query(ctx, q, out, true);
 }
 
-/* What retrieve and store share: the region, checked, and the worker's keys. */
+/*
+ * What retrieve and store share: the region, held and checked against the
+ * key, its copies (rc, *copy), and the worker's keys.
+ */
 static lmc_status transfer_begin(const lmc_op_ctx *ctx, const char *op, const lmc_request *q,
-                                 lmc_region *r, lmc_object_key **keys, size_t *nk,
-                                 lmc_layout_desc *layout, lmc_error *err)
+                                 size_t skip_tokens, lmc_region **r, lmc_region_copy *rc,
+                                 lmc_kv_copy *copy, lmc_object_key **keys, size_t *nk,
+                                 lmc_error *err)
 {
     const lmc_ipc_key *key = &q->key;
     lmc_status st = lmc_engine_check_aligned(ctx->engine, op, key, err);
     if (st != LMC_OK)
         return st;
-    st = lmc_regions_acquire(ctx->regions, op, q->instance_id, key->model_name, key->start,
-                             key->end, q->block_ids, q->n_block_ids, r, err);
-    if (st == LMC_OK && layout != NULL)
-        st = lmc_regions_layout(ctx->regions, op, key->model_name, key->world_size, layout, err);
+    st = lmc_regions_acquire(ctx->regions, op, q->conn_id, q->instance_id, key, q->block_ids,
+                             q->n_block_ids, r, err);
     if (st == LMC_OK)
         st = lmc_engine_worker_keys(ctx->engine, key, keys, nk, err);
-    if (st != LMC_OK)
-        lmc_regions_release(ctx->regions, r);
-    return st;
+    if (st != LMC_OK) {
+        lmc_regions_release(ctx->regions, *r);
+        *r = NULL;
+        return st;
+    }
+    *copy = lmc_region_copy_init(rc, *r, op, q->block_ids, q->n_block_ids,
+                                 lmc_engine_chunk_size(ctx->engine), skip_tokens);
+    return LMC_OK;
 }
 
 static lmc_status op_retrieve(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                               lmc_error *err)
 {
-    lmc_region r;
+    lmc_region *r = NULL;
+    lmc_region_copy rc;
+    lmc_kv_copy copy;
     lmc_object_key *keys = NULL;
     size_t nk = 0;
-    lmc_status st = transfer_begin(ctx, "retrieve", q, &r, &keys, &nk, NULL, err);
+    lmc_status st = transfer_begin(ctx, "retrieve", q, (size_t)q->skip_first_n_tokens, &r, &rc,
+                                   &copy, &keys, &nk, err);
     if (st != LMC_OK)
         return st;
-    lmc_region_copy rc;
-    lmc_kv_copy copy = lmc_region_copy_init(
-        &rc, &r, q->block_ids, lmc_engine_chunk_size(ctx->engine), (size_t)q->skip_first_n_tokens);
     bool ok = false;
     st = lmc_engine_retrieve(ctx->engine, keys, nk, &copy, &ok, err);
-    lmc_regions_release(ctx->regions, &r);
+    lmc_regions_release(ctx->regions, r);
     free(keys);
     if (st == LMC_OK)
         lmc_response_transfer(out, ok);
@@ -126,18 +134,19 @@ static lmc_status op_retrieve(const lmc_op_ctx *ctx, const lmc_request *q, msgpa
 static lmc_status op_store(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                            lmc_error *err)
 {
-    lmc_region r;
-    lmc_layout_desc layout;
+    lmc_region *r = NULL;
+    lmc_region_copy rc;
+    lmc_kv_copy copy;
     lmc_object_key *keys = NULL;
     size_t nk = 0;
-    lmc_status st = transfer_begin(ctx, "store", q, &r, &keys, &nk, &layout, err);
+    lmc_status st = transfer_begin(ctx, "store", q, 0, &r, &rc, &copy, &keys, &nk, err);
     if (st != LMC_OK)
         return st;
-    lmc_region_copy rc;
-    lmc_kv_copy copy =
-        lmc_region_copy_init(&rc, &r, q->block_ids, lmc_engine_chunk_size(ctx->engine), 0);
+    /* The region's own layout: its chunks are what the copy fills. */
+    lmc_layout_desc layout;
+    lmc_region_layout(r, &layout);
     st = lmc_engine_store(ctx->engine, keys, nk, &layout, &copy, err);
-    lmc_regions_release(ctx->regions, &r);
+    lmc_regions_release(ctx->regions, r);
     free(keys);
     if (st == LMC_OK)
         lmc_response_transfer(out, true);
@@ -224,6 +233,12 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
     if (row == NULL)
         return lmc_error_set(err, LMC_ERR_UNSUPPORTED, "unsupported operation");
     return row->handle(ctx, q, out, err);
+}
+
+void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id)
+{
+    if (ctx->regions != NULL)
+        lmc_regions_drop_conn(ctx->regions, conn_id);
 }
 
 bool lmc_op_on_loop_thread(lmc_op op)

@@ -31,6 +31,13 @@ typedef struct lmc_op_ctx {
 lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                           lmc_error *err);
 
+/*
+ * A client connection closed (conn_id as in lmc_request): what its
+ * requests left that belongs to that connection goes here -- its KV
+ * regions (regions.h); the loop thread calls it.
+ */
+void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id);
+
 /* Whether op is answered on the loop thread (ops.def); false for anything else. */
 bool lmc_op_on_loop_thread(lmc_op op);
 

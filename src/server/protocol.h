@@ -54,6 +54,8 @@ lmc_op lmc_op_from_frame(const void *data, size_t len);
 #define LMC_PROTO_MAX_BLOCKS (16u * 1024 * 1024)
 #define LMC_PROTO_MAX_REQUEST_ID 256
 #define LMC_PROTO_MAX_SHM_NAME 200
+/* The prefix a KV region's shm name must have (what lmc_client creates; regions.h). */
+#define LMC_REGION_NAME_PREFIX "/lmcache-client-"
 
 /* The key of lookup/retrieve/store/free_lookup_locks (IPCCacheServerKey). */
 typedef struct lmc_ipc_key {
@@ -93,6 +95,8 @@ typedef struct lmc_request {
     int64_t skip_first_n_tokens; /* retrieve */
     char *request_id;            /* query_*, end_session; owned */
     bool force;                  /* clear */
+    uint64_t conn_id; /* not on the wire: the connection it came on (server.c), 0 if none */
+    int64_t peer_uid; /* not on the wire: the uid of the process on the other end, -1 unknown */
 } lmc_request;
 
 /*

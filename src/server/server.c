@@ -37,6 +37,7 @@
 #include "obs/event_bus.h"
 #include "server/engine.h"
 #include "server/ops.h"
+#include "server/peers.h"
 #include "server/protocol.h"
 #include "server/regions.h"
 #include "storage/config.h" /* the config digest for the trace header */
@@ -50,6 +51,7 @@ typedef struct job {
     struct job *next;
     zmq_msg_t *frames; /* identity first */
     size_t n;
+    lmc_peer peer; /* the connection it came from (peers.h) */
 } job;
 
 struct lmc_server {
@@ -58,6 +60,7 @@ struct lmc_server {
     lmc_engine *engine;
     lmc_regions *regions;
     lmc_op_ctx ops;
+    lmc_peers *peers; /* the ROUTER's connections (loop thread) */
     lmc_event_bus *bus;
     lmc_trace_recorder *recorder;
     void *zctx;
@@ -121,6 +124,8 @@ static void run_job(lmc_server *s, void *push, job *j)
         lens[i] = zmq_msg_size(&j->frames[i + 1]);
     }
     lmc_status st = lmc_request_decode(frames, lens, n, &q, &err);
+    q.conn_id = j->peer.conn;
+    q.peer_uid = j->peer.uid;
     if (st == LMC_OK)
         st = lmc_op_execute(&s->ops, &q, &resp, &err);
     lmc_counters *counts = lmc_engine_counters(s->engine);
@@ -174,6 +179,13 @@ static void *worker_main(void *arg)
 /* Lifecycle                                                               */
 /* ---------------------------------------------------------------------- */
 
+/* A client connection closed (peers.h, loop thread). */
+static void on_peer_gone(void *ud, uint64_t conn)
+{
+    lmc_server *s = ud;
+    lmc_op_connection_closed(&s->ops, conn);
+}
+
 lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc_error *err)
 {
     lmc_server *s = calloc(1, sizeof(*s));
@@ -224,6 +236,9 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
     zmq_setsockopt(s->router, ZMQ_LINGER, &linger, sizeof(linger));
     int64_t maxmsg = LMC_PROTO_MAX_FRAME;
     zmq_setsockopt(s->router, ZMQ_MAXMSGSIZE, &maxmsg, sizeof(maxmsg));
+    /* Before the bind, so that no connection goes unseen. */
+    if ((st = lmc_peers_create(s->zctx, s->router, on_peer_gone, s, &s->peers, err)) != LMC_OK)
+        goto fail;
     char endpoint[300];
     snprintf(endpoint, sizeof(endpoint), "tcp://%s:%d", cfg->host, cfg->port);
     if (zmq_bind(s->router, endpoint) != 0) {
@@ -315,6 +330,17 @@ static void accept_request(lmc_server *s)
         job_free(j);
         return;
     }
+    lmc_op op = j->n > 2
+                    ? lmc_op_from_frame(zmq_msg_data(&j->frames[2]), zmq_msg_size(&j->frames[2]))
+                    : LMC_OP_INVALID;
+    /*
+     * The ROUTER makes the identity frame itself, without a ZMQ_SRCFD; the
+     * frames after it carry the connection's fd. Only register_kv_cache
+     * needs the client's uid (the rule of regions.h).
+     */
+    int fd = j->n > 1 ? zmq_msg_get(&j->frames[1], ZMQ_SRCFD) : -1;
+    j->peer = lmc_peers_identify(s->peers, fd, zmq_msg_data(&j->frames[0]),
+                                 zmq_msg_size(&j->frames[0]), op == LMC_OP_REGISTER_KV_CACHE);
     if (too_many || total > LMC_PROTO_MAX_FRAME) {
         /* Answer here: the request never reaches a worker. */
         msgpack_sbuffer resp;
@@ -333,9 +359,6 @@ static void accept_request(lmc_server *s)
      * hand-off to a worker and back costs more than they take); everything
      * else, an undecodable operation included, goes to a worker.
      */
-    lmc_op op = j->n > 2
-                    ? lmc_op_from_frame(zmq_msg_data(&j->frames[2]), zmq_msg_size(&j->frames[2]))
-                    : LMC_OP_INVALID;
     if (lmc_op_on_loop_thread(op)) {
         run_job(s, s->router, j);
         job_free(j);
@@ -400,18 +423,22 @@ lmc_status lmc_server_run(lmc_server *s)
 {
     uint64_t next_sweep = lmc_mono_ms() + 60000;
     for (;;) {
-        zmq_pollitem_t items[3] = {
+        zmq_pollitem_t items[4] = {
             {s->router, 0, ZMQ_POLLIN, 0},
             {s->pull, 0, ZMQ_POLLIN, 0},
             {NULL, s->stop_fd, ZMQ_POLLIN, 0},
+            {lmc_peers_socket(s->peers), 0, ZMQ_POLLIN, 0},
         };
-        int rc = zmq_poll(items, 3, 1000);
+        int rc = zmq_poll(items, 4, 1000);
         if (rc < 0 && zmq_errno() != EINTR)
             break;
         if (items[2].revents & ZMQ_POLLIN)
             break;
         if (items[1].revents & ZMQ_POLLIN)
             forward_replies(s);
+        /* Connection events first: a message never overtakes its connection's. */
+        if (items[3].revents & ZMQ_POLLIN)
+            lmc_peers_poll(s->peers);
         if (items[0].revents & ZMQ_POLLIN)
             accept_request(s);
         if (lmc_mono_ms() >= next_sweep) {
@@ -462,6 +489,7 @@ void lmc_server_destroy(lmc_server *s)
         job_free(j);
     }
     free(s->workers);
+    lmc_peers_destroy(s->peers);
     if (s->router)
         zmq_close(s->router);
     if (s->pull)

@@ -23,6 +23,8 @@ struct lmc_session_table {
     pthread_mutex_t mu;
     lmc_session *buckets[SESSION_BUCKETS];
     size_t n;
+    lmc_lookup_observer observer; /* NULL: none */
+    void *observer_ud;
 };
 
 static size_t bucket_of(const char *id)
@@ -44,6 +46,12 @@ lmc_status lmc_session_table_create(lmc_storage_manager *sm, lmc_counters *count
     pthread_mutex_init(&t->mu, NULL);
     *out = t;
     return LMC_OK;
+}
+
+void lmc_session_table_set_observer(lmc_session_table *t, lmc_lookup_observer fn, void *ud)
+{
+    t->observer = fn;
+    t->observer_ud = ud;
 }
 
 void lmc_session_table_destroy(lmc_session_table *t)
@@ -126,6 +134,8 @@ static bool collect(lmc_session_table *t, lmc_session *x)
      * client's next poll collects it. */
     if (lmc_sm_query_prefetch_status(t->sm, &x->handle, &bm) != LMC_OK)
         return false;
+    if (t->observer != NULL)
+        t->observer(t->observer_ud, x->request_id, &x->handle, &bm);
     size_t ws = (size_t)x->world_size;
     size_t lead = lmc_bitmap_count_leading_ones(&bm);
     size_t hit = lead / ws;
@@ -165,6 +175,8 @@ void lmc_sessions_put(lmc_session_table *t, lmc_session *x)
 {
     x->last_used_ms = lmc_mono_ms();
     pthread_mutex_lock(&t->mu);
+    if (t->observer != NULL && x->has_handle)
+        t->observer(t->observer_ud, x->request_id, &x->handle, NULL);
     lmc_session *old = unlink_session(t, x->request_id);
     size_t b = bucket_of(x->request_id);
     x->next = t->buckets[b];

@@ -49,11 +49,24 @@ typedef struct lmc_session {
 
 typedef struct lmc_session_table lmc_session_table;
 
+/*
+ * Sees each lookup's prefetch twice: when its session is put (found NULL:
+ * only the handle's L1 hits are known) and when its result is collected
+ * (found: the found-key bitmap, before it is folded into hit chunks). The
+ * replay's engine mode reads its outcomes from it. Called with the table's
+ * mutex held: it may only record what it is given.
+ */
+typedef void (*lmc_lookup_observer)(void *ud, const char *request_id,
+                                    const lmc_prefetch_handle *handle, const lmc_bitmap *found);
+
 /* sm and counts are borrowed and must outlive the table. */
 lmc_status lmc_session_table_create(lmc_storage_manager *sm, lmc_counters *counts,
                                     lmc_session_table **out, lmc_error *err);
 /* Frees every session left (their locks expire by their TTL). */
 void lmc_session_table_destroy(lmc_session_table *t);
+
+/* Set (or with NULL clear) the table's lookup observer; before any session is put. */
+void lmc_session_table_set_observer(lmc_session_table *t, lmc_lookup_observer fn, void *ud);
 
 /* A new session (request_id copied), to be filled and put; NULL when memory runs out. */
 lmc_session *lmc_session_new(const char *request_id, int64_t world_size, uint32_t extra_count);

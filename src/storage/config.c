@@ -46,6 +46,8 @@ typedef enum flag_id {
     F_EVICTION_POLICY,
     F_TRIGGER_WATERMARK,
     F_EVICTION_RATIO,
+    F_EXTRA_LOGGING,
+    F_EXTRA_LOGGING_INTERVAL,
     F_STORE_POLICY,
     F_PREFETCH_POLICY,
     F_PREFETCH_MAX_IN_FLIGHT,
@@ -63,7 +65,8 @@ typedef struct flag_def {
 
 static const flag_def FLAGS[] = {
     {F_L1_SIZE_GB, "--l1-size-gb", "GB", "L1 size in GiB (x 2^30 bytes, at least 1 MiB)", NULL},
-    {F_L1_USE_LAZY, "--l1-use-lazy", NULL, "kept in the config; the pool is always mapped lazily (pages fault in on first use)", "true"},
+    {F_L1_USE_LAZY, "--l1-use-lazy", NULL,
+     "kept in the config; the pool is always mapped lazily (pages fault in on first use)", "true"},
     {F_NO_L1_USE_LAZY, "--no-l1-use-lazy", NULL, NULL, NULL},
     {F_L1_INIT_SIZE_GB, "--l1-init-size-gb", "GB",
      "kept in the config (clamped to the L1 size); no effect on the lazily mapped pool", "20"},
@@ -77,11 +80,16 @@ static const flag_def FLAGS[] = {
     {F_TRIGGER_WATERMARK, "--eviction-trigger-watermark", "F",
      "usage fraction in (0, 1] that triggers eviction", "0.8"},
     {F_EVICTION_RATIO, "--eviction-ratio", "F", "fraction in (0, 1] to evict per trigger", "0.2"},
+    {F_EXTRA_LOGGING, "--enable-extra-logging", NULL,
+     "kept in the config (EvictionConfig.extra_logging_enabled); nothing extra is logged", "off"},
+    {F_EXTRA_LOGGING_INTERVAL, "--extra-logging-interval", "S",
+     "kept in the config (EvictionConfig.extra_logging_interval), seconds > 0", "10.0"},
     {F_STORE_POLICY, "--l2-store-policy", "POLICY", "L2 store policy", "default"},
     {F_PREFETCH_POLICY, "--l2-prefetch-policy", "POLICY", "L2 prefetch policy", "default"},
     {F_PREFETCH_MAX_IN_FLIGHT, "--l2-prefetch-max-in-flight", "N", "concurrent prefetch requests",
      "8"},
-    {F_NOTIFIER_INTERVAL, "--periodic-notifier-interval-ms", "MS", "kept in the config; the controllers here wake on eventfds, not a heartbeat", "5"},
+    {F_NOTIFIER_INTERVAL, "--periodic-notifier-interval-ms", "MS",
+     "kept in the config; the controllers here wake on eventfds, not a heartbeat", "5"},
     {F_L2_ADAPTER, "--l2-adapter", "JSON",
      "one L2 adapter per occurrence, in order, e.g. '{\"type\": \"fs\", \"base_path\": "
      "\"/tmp/l2\"}'",
@@ -360,6 +368,19 @@ static lmc_status apply_flag(lmc_sm_config *cfg, const flag_def *f, const char *
         return parse_fraction(flag, value, &cfg->trigger_watermark, err);
     case F_EVICTION_RATIO:
         return parse_fraction(flag, value, &cfg->eviction_ratio, err);
+    case F_EXTRA_LOGGING:
+        cfg->extra_logging_enabled = true;
+        return LMC_OK;
+    case F_EXTRA_LOGGING_INTERVAL: {
+        double v;
+        if ((st = parse_float(flag, value, &v, err)) != LMC_OK)
+            return st;
+        if (!(v > 0.0) || !isfinite(v))
+            return lmc_error_set(err, LMC_ERR_INVALID, "%s: %s is not a finite number > 0", flag,
+                                 value);
+        cfg->extra_logging_interval = v;
+        return LMC_OK;
+    }
     case F_STORE_POLICY:
         return parse_choice(f, value, &cfg->store_policy, err);
     case F_PREFETCH_POLICY:
@@ -394,6 +415,7 @@ lmc_status lmc_sm_config_init(lmc_sm_config *cfg)
     cfg->read_ttl_seconds = 300;
     cfg->trigger_watermark = 0.8;
     cfg->eviction_ratio = 0.2;
+    cfg->extra_logging_interval = 10.0;
     cfg->prefetch_max_in_flight = 8;
     cfg->periodic_notifier_interval_ms = 5;
     if (set_string(&cfg->store_policy, "default") != LMC_OK ||
@@ -583,27 +605,44 @@ static lmc_json *str_or_null(const char *s)
     return s != NULL ? lmc_json_string(s) : lmc_json_null();
 }
 
-lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
+/*
+ * The tree dataclasses.asdict gives for LMCache's newest StorageManagerConfig
+ * (spec/storage-manager.md section 11.1, the fields marked there included):
+ * after its __post_init__, l1_manager_config carries tag "_default" and a
+ * copy of eviction_config as its eviction, and l1_manager_configs is a list
+ * holding a copy of l1_manager_config. docs/trace-format.md shows the text
+ * for the default flags and its digest.
+ */
+static lmc_json *eviction_json(const lmc_sm_config *cfg)
 {
     lmc_status st = LMC_OK;
-    lmc_json *root = lmc_json_object();
-    lmc_json *l1m = lmc_json_object();
-    lmc_json *mem = lmc_json_object();
     lmc_json *ev = lmc_json_object();
-    lmc_json *l2 = lmc_json_object();
-    lmc_json *adapters = lmc_json_array();
-    if (root == NULL || l1m == NULL || mem == NULL || ev == NULL || l2 == NULL ||
-        adapters == NULL) {
-        lmc_json_free(root);
-        lmc_json_free(l1m);
-        lmc_json_free(mem);
+    if (ev == NULL)
+        return NULL;
+    st = put(ev, "eviction_policy", str_or_null(cfg->eviction_policy), st);
+    st = put(ev, "trigger_watermark", lmc_json_float(cfg->trigger_watermark), st);
+    st = put(ev, "eviction_ratio", lmc_json_float(cfg->eviction_ratio), st);
+    st = put(ev, "extra_logging_enabled", lmc_json_bool(cfg->extra_logging_enabled), st);
+    st = put(ev, "extra_logging_interval", lmc_json_float(cfg->extra_logging_interval), st);
+    if (st != LMC_OK) {
         lmc_json_free(ev);
-        lmc_json_free(l2);
-        lmc_json_free(adapters);
         return NULL;
     }
+    return ev;
+}
 
-    /* L1MemoryManagerConfig; init size is clamped to the size, as its __post_init__ does. */
+/* L1ManagerConfig with its L1MemoryManagerConfig. */
+static lmc_json *l1_manager_json(const lmc_sm_config *cfg)
+{
+    lmc_status st = LMC_OK;
+    lmc_json *l1m = lmc_json_object();
+    lmc_json *mem = lmc_json_object();
+    if (l1m == NULL || mem == NULL) {
+        lmc_json_free(l1m);
+        lmc_json_free(mem);
+        return NULL;
+    }
+    /* The init size is clamped to the size, as its __post_init__ does. */
     uint64_t init =
         cfg->l1_init_size_bytes < cfg->l1_size_bytes ? cfg->l1_init_size_bytes : cfg->l1_size_bytes;
     st = put(mem, "size_in_bytes", lmc_json_int((int64_t)cfg->l1_size_bytes), st);
@@ -615,18 +654,41 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
     st = put(mem, "devdax_path", lmc_json_null(), st);
     st = put(mem, "devdax_size_in_bytes", lmc_json_int(0), st);
 
-    /* L1ManagerConfig */
     st = put(l1m, "memory_config", mem, st);
     st = put(l1m, "gds_l1_config", lmc_json_null(), st);
     st = put(l1m, "write_ttl_seconds", lmc_json_int((int64_t)cfg->write_ttl_seconds), st);
     st = put(l1m, "read_ttl_seconds", lmc_json_int((int64_t)cfg->read_ttl_seconds), st);
+    st = put(l1m, "tag", lmc_json_string("_default"), st);
+    lmc_json *ev = eviction_json(cfg);
+    st = put(l1m, "eviction", ev, ev != NULL ? st : LMC_ERR_NOMEM);
+    if (st != LMC_OK) {
+        lmc_json_free(l1m);
+        return NULL;
+    }
+    return l1m;
+}
 
-    /* EvictionConfig */
-    st = put(ev, "eviction_policy", str_or_null(cfg->eviction_policy), st);
-    st = put(ev, "trigger_watermark", lmc_json_float(cfg->trigger_watermark), st);
-    st = put(ev, "eviction_ratio", lmc_json_float(cfg->eviction_ratio), st);
-    st = put(ev, "extra_logging_enabled", lmc_json_bool(false), st);
-    st = put(ev, "extra_logging_interval", lmc_json_float(10.0), st);
+lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
+{
+    lmc_status st = LMC_OK;
+    lmc_json *root = lmc_json_object();
+    lmc_json *l2 = lmc_json_object();
+    lmc_json *adapters = lmc_json_array();
+    lmc_json *l1_list = lmc_json_array();
+    lmc_json *l1m = l1_manager_json(cfg);
+    lmc_json *l1m_copy = l1_manager_json(cfg);
+    lmc_json *ev = eviction_json(cfg);
+    if (root == NULL || l2 == NULL || adapters == NULL || l1_list == NULL || l1m == NULL ||
+        l1m_copy == NULL || ev == NULL) {
+        lmc_json_free(root);
+        lmc_json_free(l2);
+        lmc_json_free(adapters);
+        lmc_json_free(l1_list);
+        lmc_json_free(l1m);
+        lmc_json_free(l1m_copy);
+        lmc_json_free(ev);
+        return NULL;
+    }
 
     /* L2AdaptersConfig */
     for (size_t i = 0; i < cfg->n_l2_adapters; i++) {
@@ -635,6 +697,8 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
             st = s;
     }
     st = put(l2, "adapters", adapters, st);
+    lmc_status s = lmc_json_array_append(l1_list, l1m_copy);
+    st = st != LMC_OK ? st : s;
 
     /* StorageManagerConfig */
     st = put(root, "l1_manager_config", l1m, st);
@@ -643,8 +707,10 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg)
     st = put(root, "store_policy", str_or_null(cfg->store_policy), st);
     st = put(root, "prefetch_policy", str_or_null(cfg->prefetch_policy), st);
     st = put(root, "prefetch_max_in_flight", lmc_json_int(cfg->prefetch_max_in_flight), st);
+    st = put(root, "prefetch_load_timeout", lmc_json_null(), st);
     st = put(root, "periodic_notifier_interval_ms",
              lmc_json_int(cfg->periodic_notifier_interval_ms), st);
+    st = put(root, "l1_manager_configs", l1_list, st);
 
     if (st != LMC_OK) {
         lmc_json_free(root);

@@ -520,8 +520,27 @@ void lmc_l1_finish_write_and_reserve_read(lmc_l1_manager *l1, const lmc_object_k
     pthread_mutex_unlock(&l1->mu);
 }
 
-void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, bool force,
-                   lmc_l1_error *errs)
+/* Which objects lmc_l1_delete (force or not) and lmc_l1_abort_write drop. */
+typedef enum drop_rule { DROP_UNLOCKED, DROP_ANY, DROP_UNFINISHED } drop_rule;
+
+/* LMC_L1_SUCCESS when rule drops o now, else why it stays. */
+static lmc_l1_error drop_refusal(const l1_object *o, drop_rule rule, uint64_t now)
+{
+    switch (rule) {
+    case DROP_UNLOCKED:
+        return is_locked(o, now) ? LMC_L1_KEY_IS_LOCKED : LMC_L1_SUCCESS;
+    case DROP_UNFINISHED:
+        return o->write_pending && !lmc_ttl_lock_is_locked(&o->read_lock, now)
+                   ? LMC_L1_SUCCESS
+                   : LMC_L1_KEY_IN_WRONG_STATE;
+    case DROP_ANY:
+        break;
+    }
+    return LMC_L1_SUCCESS;
+}
+
+static void drop_keys(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, drop_rule rule,
+                      lmc_l1_error *errs)
 {
     scratch freed;
     scratch_init(&freed, n);
@@ -529,21 +548,28 @@ void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, boo
     uint64_t now = now_ms(l1);
     for (size_t i = 0; i < n; i++) {
         l1_object *o = lookup(l1, &keys[i]);
-        lmc_l1_error e;
-        if (o == NULL) {
-            e = LMC_L1_KEY_NOT_EXIST;
-        } else if (!force && is_locked(o, now)) {
-            e = LMC_L1_KEY_IS_LOCKED;
-        } else {
+        lmc_l1_error e = o == NULL ? LMC_L1_KEY_NOT_EXIST : drop_refusal(o, rule, now);
+        if (e == LMC_L1_SUCCESS) {
             drop_object(l1, &keys[i], o);
             scratch_push(l1, &freed, LMC_L1_EV_DELETED, &keys[i]);
-            e = LMC_L1_SUCCESS;
         }
         if (errs)
             errs[i] = e;
     }
     scratch_flush(l1, &freed, LMC_L1_EV_DELETED);
     pthread_mutex_unlock(&l1->mu);
+}
+
+void lmc_l1_abort_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                        lmc_l1_error *errs)
+{
+    drop_keys(l1, keys, n, DROP_UNFINISHED, errs);
+}
+
+void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, bool force,
+                   lmc_l1_error *errs)
+{
+    drop_keys(l1, keys, n, force ? DROP_ANY : DROP_UNLOCKED, errs);
 }
 
 size_t lmc_l1_clear(lmc_l1_manager *l1, bool force)

@@ -108,6 +108,14 @@ void lmc_l1_finish_write_and_reserve_read(lmc_l1_manager *l1, const lmc_object_k
                                           size_t n, uint32_t extra_count, lmc_l1_error *errs,
                                           lmc_memory_obj *objs);
 
+/*
+ * Give back objects a writer reserved and could not fill: each key still
+ * write-pending (reserved, never finished) and not read-locked is dropped;
+ * others are left alone (NOT_EXIST, KEY_IN_WRONG_STATE). errs may be NULL.
+ */
+void lmc_l1_abort_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
+                        lmc_l1_error *errs);
+
 /* Free objects: NOT_EXIST; KEY_IS_LOCKED (without force) if either lock is held. */
 void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, bool force,
                    lmc_l1_error *errs);

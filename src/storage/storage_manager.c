@@ -271,6 +271,11 @@ void lmc_sm_finish_write(lmc_storage_manager *sm, const lmc_object_key *keys, si
         free(e);
 }
 
+void lmc_sm_abort_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n)
+{
+    lmc_l1_abort_write(sm->l1, keys, n, NULL);
+}
+
 /* ---------------------------------------------------------------------- */
 /* Prefetch / read path                                                    */
 /* ---------------------------------------------------------------------- */

@@ -253,6 +253,7 @@ static const char *kind_name(uint32_t kind, char *tmp, size_t len)
         [LMC_TV_NIL] = "NoneType",
         [LMC_TV_BOOL] = "bool",
         [LMC_TV_INT] = "int",
+        [LMC_TV_UINT] = "int",
         [LMC_TV_FLOAT] = "float",
         [LMC_TV_STR] = "str",
         [LMC_TV_BIN] = "bytes",
@@ -477,7 +478,8 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
         return null_value(err, "ObjectKey");
     const char *model = k->model_name != NULL ? k->model_name : "";
     const char *salt = k->cache_salt != NULL ? k->cache_salt : "";
-    size_t hash_len = k->chunk_hash_len <= LMC_CHUNK_HASH_MAX ? k->chunk_hash_len : 0;
+    const uint8_t *hash = lmc_object_key_hash_bytes(k);
+    size_t hash_len = k->chunk_hash_len;
     size_t model_len = strlen(model), salt_len = strlen(salt);
 
     /* Fixed part: map header, five key names, two ints, three length headers. */
@@ -486,7 +488,7 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
         uint8_t *p = buf;
         *p++ = 0x85;
         p = W_NAME(p, "chunk_hash");
-        p = w_bin(p, k->chunk_hash, hash_len);
+        p = w_bin(p, hash, hash_len);
         p = W_NAME(p, "model_name");
         p = w_str(p, model, model_len);
         p = W_NAME(p, "kv_rank");
@@ -503,7 +505,7 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
     PK(lmc_msgpack_pack_cstr(pk, "chunk_hash"));
     PK(msgpack_pack_bin(pk, hash_len));
     if (hash_len > 0)
-        PK(msgpack_pack_bin_body(pk, k->chunk_hash, hash_len));
+        PK(msgpack_pack_bin_body(pk, hash, hash_len));
     PK(lmc_msgpack_pack_cstr(pk, "model_name"));
     PK(lmc_msgpack_pack_cstr(pk, model));
     PK(lmc_msgpack_pack_cstr(pk, "kv_rank"));
@@ -548,8 +550,11 @@ static lmc_status dec_object_key(const msgpack_object *p, lmc_arena *a, lmc_tv *
     lmc_object_key *k = arena_alloc(a, sizeof(*k), err);
     if (k == NULL)
         return LMC_ERR_NOMEM;
-    st = lmc_object_key_make_n(k, hash->via.bin.ptr, hash->via.bin.size, model->via.str.ptr,
-                               model->via.str.size, kv_rank, group_id, salt_ptr, salt_len, err);
+    /* LMCache takes a chunk hash of any length. */
+    lmc_object_key_cache kc = {.long_hashes = true};
+    st = lmc_object_key_make_cached(&kc, k, hash->via.bin.ptr, hash->via.bin.size,
+                                    model->via.str.ptr, model->via.str.size, kv_rank, group_id,
+                                    salt_ptr, salt_len, err);
     if (st != LMC_OK)
         return as_format_error(err, tag);
     out->kind = LMC_TV_OBJECT_KEY;
@@ -941,6 +946,7 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
     case LMC_TV_NIL:
     case LMC_TV_BOOL:
     case LMC_TV_INT:
+    case LMC_TV_UINT:
     case LMC_TV_FLOAT:
     case LMC_TV_STR:
     case LMC_TV_BIN:
@@ -1005,9 +1011,11 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
             salt = sa;
             salt_len = strlen(sa);
         }
-        size_t hash_len = k->chunk_hash_len <= LMC_CHUNK_HASH_MAX ? k->chunk_hash_len : 0;
+        size_t hash_len = k->chunk_hash_len;
         /* Fixed bytes: prefix, 4 names (~48), 2 ints (18), 2 str headers (10). */
         size_t need = pre_len + 1 + hash_len + model_len + salt_len + 96;
+        if (hash_len > 255)
+            need = SIZE_MAX; /* not a bin8: the general path writes its header */
         if (need > (size_t)(buf + sizeof(buf) - p) && p > buf) {
             if (pack_raw(pk, buf, (size_t)(p - buf)) != 0)
                 goto nomem;
@@ -1021,7 +1029,7 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         memcpy(p, pre, pre_len);
         p += pre_len;
         *p++ = (uint8_t)hash_len;
-        memcpy(p, k->chunk_hash, hash_len);
+        memcpy(p, lmc_object_key_hash_bytes(k), hash_len);
         p += hash_len;
         p = W_NAME(p, "model_name");
         p = w_str(p, model, model_len);
@@ -1072,6 +1080,9 @@ static lmc_status encode_inner(msgpack_packer *pk, const lmc_tv *v, lmc_error *e
         return LMC_OK;
     case LMC_TV_INT:
         PK(msgpack_pack_int64(pk, v->u.i));
+        return LMC_OK;
+    case LMC_TV_UINT:
+        PK(msgpack_pack_uint64(pk, v->u.u));
         return LMC_OK;
     case LMC_TV_FLOAT:
         PK(msgpack_pack_double(pk, v->u.f));
@@ -1200,12 +1211,11 @@ static lmc_status decode_inner(const msgpack_object *o, lmc_arena *a, lmc_tv *ou
         out->u.b = o->via.boolean;
         return LMC_OK;
     case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        *out = lmc_tv_uint(o->via.u64);
+        return LMC_OK;
     case MSGPACK_OBJECT_NEGATIVE_INTEGER:
-        if (!lmc_msgpack_get_int64(o, &out->u.i))
-            return lmc_error_set(err, LMC_ERR_FORMAT,
-                                 "trace.codecs: integer %" PRIu64 " does not fit in int64",
-                                 o->via.u64);
         out->kind = LMC_TV_INT;
+        out->u.i = o->via.i64;
         return LMC_OK;
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:

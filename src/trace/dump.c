@@ -144,6 +144,9 @@ static void abbrev(lmc_strbuf *b, const lmc_tv *v, int depth)
     case LMC_TV_INT:
         lmc_strbuf_printf(b, "%" PRId64, v->u.i);
         return;
+    case LMC_TV_UINT:
+        lmc_strbuf_printf(b, "%" PRIu64, v->u.u);
+        return;
     case LMC_TV_FLOAT: {
         char f[40];
         lmc_repr_float(v->u.f, f, sizeof(f));
@@ -511,6 +514,12 @@ static lmc_json *value_json(const lmc_tv *v, int depth)
         return lmc_json_bool(v->u.b);
     case LMC_TV_INT:
         return lmc_json_int(v->u.i);
+    case LMC_TV_UINT: {
+        /* Above INT64_MAX: JSON numbers that large lose digits in most readers, so a string. */
+        char d[24];
+        snprintf(d, sizeof(d), "%" PRIu64, v->u.u);
+        return lmc_json_string(d);
+    }
     case LMC_TV_FLOAT:
         return lmc_json_float(v->u.f);
     case LMC_TV_STR:

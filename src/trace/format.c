@@ -16,22 +16,19 @@
  * reserve_write record (2.5 KB) takes ~3.3 us, more than the whole replay
  * budget per record (2 us).
  *
- * Records of the recorder's own shape take a fast path first (fast_record,
- * below): keys are decoded straight from the bytes into one contiguous
- * array, and anything unusual falls back to the general path, which gives
- * every error its message. The general path (and the Header) first walks
- * the whole body once (lmc_mp_skip: every length and count checked against
- * the bytes left, nesting capped at msgpack-c's own limit of 32, nothing
- * trailing, a map at the root), so a malformed body gets the same message
- * whatever field it would have reached; then it reads the fields in order.
- * Values the codecs decode (args, non-str level_meta values) are parsed
- * into the msgpack_object tree msgpack-c would build, with the arrays
- * taken from the caller's arena (parse_object), and the codecs work on
- * that exactly as they would after msgpack-c.
+ * A Record is accepted or refused by lmc_trace_scan_record
+ * (trace/validate.h), msgspec's rules, the one definition every command
+ * shares; its args then go through the codecs straight from the bytes
+ * (trace/decode.h). Peeking (`trace info`) is the scan alone: it reads
+ * every byte, since a record whose args LMCache would reject is not a
+ * record, but builds nothing.
  *
- * The `trace info` fast path (lmc_trace_peek_record): a Record's t_mono and
- * qualname precede its args, so peeking reads the map up to those two
- * entries and stops, building nothing (~50 ns per 16-key record).
+ * The Header first walks the whole body once (lmc_mp_skip: every length
+ * and count checked against the bytes left, nesting capped at 32, nothing
+ * trailing, a map at the root), so a malformed one gets the same message
+ * whatever field it would have reached; then it reads the fields in order,
+ * strs checked as UTF-8 and level_meta values as msgspec's Any, as msgspec
+ * does.
  *
  * Threads: none; pure functions over caller-owned buffers.
  */
@@ -46,6 +43,8 @@
 #include "core/mp_reader.h"
 #include "core/msgpack_util.h"
 #include "trace/codec.h"
+#include "trace/decode.h"
+#include "trace/validate.h"
 
 /* ---------------------------------------------------------------------- */
 /* Field helpers                                                           */
@@ -93,6 +92,9 @@ static lmc_status get_str(const lmc_mp_item *v, const char *what, const char *fi
 {
     if (v->type != LMC_MP_STR)
         return wrong_type(err, what, field, "str", lmc_mp_type_name(v->type));
+    lmc_status st = lmc_trace_check_str(v, what, field, err);
+    if (st != LMC_OK)
+        return st;
     char *s = strndup(v->v.s.len > 0 ? v->v.s.ptr : "", v->v.s.len);
     if (s == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "%s.%s: out of memory", what, field);
@@ -104,18 +106,6 @@ static lmc_status get_str(const lmc_mp_item *v, const char *what, const char *fi
 static lmc_status missing(lmc_error *err, const char *what, const char *field)
 {
     return lmc_error_set(err, LMC_ERR_FORMAT, "%s: missing required field '%s'", what, field);
-}
-
-/* A NUL-terminated copy of a str item in the arena; NULL when it is full. */
-static char *arena_str(lmc_arena *a, const lmc_mp_item *v)
-{
-    char *s = lmc_arena_alloc(a, (size_t)v->v.s.len + 1);
-    if (s == NULL)
-        return NULL;
-    if (v->v.s.len > 0)
-        memcpy(s, v->v.s.ptr, v->v.s.len);
-    s[v->v.s.len] = '\0';
-    return s;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -143,130 +133,6 @@ static lmc_status open_body(const void *body, size_t len, const char *what, lmc_
         return lmc_error_set(err, LMC_ERR_FORMAT, "%s: expected a msgpack map", what);
     *pairs = m.v.n;
     return LMC_OK;
-}
-
-/* A scalar item as msgpack-c represents it (floats always as FLOAT64, as before). */
-static inline void scalar_object(const lmc_mp_item *it, msgpack_object *o)
-{
-    switch (it->type) {
-    case LMC_MP_NIL:
-        o->type = MSGPACK_OBJECT_NIL;
-        break;
-    case LMC_MP_BOOL:
-        o->type = MSGPACK_OBJECT_BOOLEAN;
-        o->via.boolean = it->v.b;
-        break;
-    case LMC_MP_UINT:
-        o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
-        o->via.u64 = it->v.u;
-        break;
-    case LMC_MP_INT:
-        o->type = MSGPACK_OBJECT_NEGATIVE_INTEGER;
-        o->via.i64 = it->v.i;
-        break;
-    case LMC_MP_FLOAT:
-        o->type = MSGPACK_OBJECT_FLOAT64;
-        o->via.f64 = it->v.f;
-        break;
-    case LMC_MP_STR:
-        o->type = MSGPACK_OBJECT_STR;
-        o->via.str.ptr = it->v.s.ptr;
-        o->via.str.size = it->v.s.len;
-        break;
-    case LMC_MP_BIN:
-        o->type = MSGPACK_OBJECT_BIN;
-        o->via.bin.ptr = it->v.s.ptr;
-        o->via.bin.size = it->v.s.len;
-        break;
-    case LMC_MP_EXT:
-        o->type = MSGPACK_OBJECT_EXT;
-        o->via.ext.type = it->ext_type;
-        o->via.ext.ptr = it->v.s.ptr;
-        o->via.ext.size = it->v.s.len;
-        break;
-    case LMC_MP_ARRAY:
-    case LMC_MP_MAP:
-        break;
-    }
-}
-
-static lmc_mp_result parse_children(lmc_mp_reader *r, lmc_arena *a, const lmc_mp_item *it,
-                                    msgpack_object *o, int depth, bool *nomem);
-
-/*
- * Parse one value into a msgpack_object tree: strings point into the body,
- * arrays come from the arena. Counts were checked against the bytes left
- * before anything is allocated (lmc_mp_next), so the tree is at most a
- * small multiple of the body; non-empty containers nest at most
- * LMC_MP_MAX_DEPTH deep (depth is this value's). Scalars, what records are
- * mostly made of, are converted inline: a call per scalar was most of the
- * cost. On LMC_MP_INVALID with *nomem set, the arena ran out.
- */
-static inline __attribute__((always_inline)) lmc_mp_result
-parse_object(lmc_mp_reader *r, lmc_arena *a, msgpack_object *o, int depth, bool *nomem)
-{
-    lmc_mp_item it;
-    const uint8_t *at = r->p;
-    lmc_mp_result res = lmc_mp_next(r, &it);
-    if (res != LMC_MP_OK)
-        return res;
-    if (it.type != LMC_MP_ARRAY && it.type != LMC_MP_MAP) {
-        scalar_object(&it, o);
-        return LMC_MP_OK;
-    }
-    if (it.v.n > 0 && depth >= LMC_MP_MAX_DEPTH) {
-        r->p = at;
-        return LMC_MP_TOO_DEEP;
-    }
-    return parse_children(r, a, &it, o, depth, nomem);
-}
-
-static lmc_mp_result parse_children(lmc_mp_reader *r, lmc_arena *a, const lmc_mp_item *it,
-                                    msgpack_object *o, int depth, bool *nomem)
-{
-    uint32_t n = it->v.n;
-    bool is_map = it->type == LMC_MP_MAP;
-    void *elems = NULL; /* n msgpack_object_kv (a map) or n msgpack_object (an array) */
-    if (n > 0 &&
-        (elems = lmc_arena_alloc(a, (size_t)n * (is_map ? sizeof(msgpack_object_kv)
-                                                        : sizeof(msgpack_object)))) == NULL) {
-        *nomem = true;
-        return LMC_MP_INVALID;
-    }
-    if (is_map) {
-        o->type = MSGPACK_OBJECT_MAP;
-        o->via.map.size = n;
-        o->via.map.ptr = elems;
-    } else {
-        o->type = MSGPACK_OBJECT_ARRAY;
-        o->via.array.size = n;
-        o->via.array.ptr = elems;
-    }
-    lmc_mp_result res;
-    if (is_map) {
-        msgpack_object_kv *kv = elems;
-        for (uint32_t i = 0; i < n; i++)
-            if ((res = parse_object(r, a, &kv[i].key, depth + 1, nomem)) != LMC_MP_OK ||
-                (res = parse_object(r, a, &kv[i].val, depth + 1, nomem)) != LMC_MP_OK)
-                return res;
-        return LMC_MP_OK;
-    }
-    msgpack_object *items = elems;
-    for (uint32_t i = 0; i < n; i++)
-        if ((res = parse_object(r, a, &items[i], depth + 1, nomem)) != LMC_MP_OK)
-            return res;
-    return LMC_MP_OK;
-}
-
-/* parse_object for a body that open_body has checked: only the arena can fail. */
-static lmc_status parse_checked(lmc_mp_reader *r, lmc_arena *a, msgpack_object *o, int depth,
-                                const char *what, lmc_error *err)
-{
-    bool nomem = false;
-    lmc_mp_result res = parse_object(r, a, o, depth, &nomem);
-    if (nomem)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "%s: out of memory", what);
-    return lmc_mp_error_set(err, what, r, res);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -394,31 +260,35 @@ void lmc_trace_header_free(lmc_trace_header *h)
  */
 static lmc_status meta_value_text(lmc_mp_reader *r, char **out, lmc_error *err)
 {
+    static const char what[] = "Header.level_meta";
     *out = NULL;
     const uint8_t *at = r->p;
+    lmc_status st = lmc_trace_check_any(r, 2, what, err);
+    if (st != LMC_OK)
+        return st;
+    lmc_mp_reader v_r = *r;
+    v_r.p = at;
     lmc_mp_item v;
-    lmc_mp_result res = lmc_mp_next(r, &v);
-    if (res != LMC_MP_OK)
-        return lmc_mp_error_set(err, "Header.level_meta", r, res);
+    (void)lmc_mp_next(&v_r, &v);
     if (v.type == LMC_MP_STR) {
         *out = strndup(v.v.s.len > 0 ? v.v.s.ptr : "", v.v.s.len);
     } else {
-        r->p = at;
-        lmc_arena a;
+        v_r.p = at;
+        lmc_arena a, scratch;
         lmc_arena_init(&a, 4096);
-        msgpack_object o;
+        lmc_arena_init(&scratch, 4096);
+        lmc_trace_decoder d = {.values = &a, .scratch = &scratch, .copy_bytes = true};
         lmc_tv tv;
-        lmc_status st = parse_checked(r, &a, &o, 2, "Header.level_meta", err);
-        if (st == LMC_OK && (st = lmc_codec_decode_value(&o, &a, &tv, err)) != LMC_OK)
-            lmc_error_prefix(err, "Header.level_meta");
-        if (st != LMC_OK) {
-            lmc_arena_free(&a);
-            return st;
+        /* msgspec takes any value here; one our codecs cannot render is shown, not refused. */
+        if (lmc_trace_decode_value(&d, &v_r, 2, &tv, NULL) == LMC_OK) {
+            size_t n = lmc_tv_format(&tv, NULL, 0);
+            *out = malloc(n + 1);
+            if (*out != NULL)
+                lmc_tv_format(&tv, *out, n + 1);
+        } else {
+            *out = strdup("(a value the codecs cannot decode)");
         }
-        size_t n = lmc_tv_format(&tv, NULL, 0);
-        *out = malloc(n + 1);
-        if (*out != NULL)
-            lmc_tv_format(&tv, *out, n + 1);
+        lmc_arena_free(&scratch);
         lmc_arena_free(&a);
     }
     if (*out == NULL)
@@ -472,6 +342,8 @@ static lmc_status decode_level_meta(lmc_mp_reader *r, lmc_trace_header *h, lmc_e
             st = wrong_type(err, what, "level_meta", "str keys", lmc_mp_type_name(k.type));
             goto fail;
         }
+        if ((st = lmc_trace_check_str(&k, what, "level_meta", err)) != LMC_OK)
+            goto fail;
         pairs[i].key = strndup(k.v.s.len > 0 ? k.v.s.ptr : "", k.v.s.len);
         if (pairs[i].key == NULL)
             goto nomem;
@@ -677,421 +549,53 @@ nomem:
 }
 
 /*
- * The fast path. Every record the recorder writes has one shape: a map of
- * "type", "t_mono", "t_wall", "qualname" and "args", whose "keys" argument
- * is a list of ObjectKeys, each {"__t__": "ObjectKey", "v": {chunk_hash,
- * model_name, kv_rank, object_group_id, cache_salt}}. fast_record decodes
- * that shape straight from the bytes: no msgpack_object tree for the keys,
- * all of a list's keys in one contiguous lmc_object_key array (the items
- * point into it in order, so a replay hands the array to the
- * StorageManager without copying), and the key strings validated and
- * interned once per run of equal strings (lmc_object_key_make_cached).
- * Other argument values go through the general path one at a time
- * (parse_object at the depth the whole-body walk gives them, then the
- * codecs).
- *
- * It declines -- returns false -- on anything else: another shape, a
- * duplicate or unknown field, any error at all. The caller then decodes the
- * body from scratch with the general path, which reports every error with
- * its usual message. So the fast path only has to be right about what it
- * accepts, and it accepts a body only when the general path would decode it
- * to the same record: every byte read and checked by the reader, nothing
- * trailing, each value converted by the same rules.
+ * Records are read in two steps. lmc_trace_scan_record (trace/validate.h)
+ * decides whether the body is a record at all, by msgspec's rules, and
+ * where its fields are; every path that counts records uses it. Then the
+ * args, if anyone wants them, go through the codecs straight from the bytes
+ * (trace/decode.h), so no msgpack_object tree is ever built for them.
  */
-
-/* {"__t__": "ObjectKey", "v": -- the codec's canonical wrapper of every key. */
-static const uint8_t KEY_WRAP[] = {0x82, 0xa5, '_', '_', 't', '_', '_', 0xa9, 'O', 'b',
-                                   'j',  'e',  'c', 't', 'K', 'e', 'y', 0xa1, 'v'};
-/*
- * A canonical key is at least 54 bytes (the wrapper, a map header, three
- * required fields); a list is tried only when this many bytes per item are
- * left, which keeps its arrays within a small multiple of the body.
- */
-#define KEY_MIN_BYTES 32
-
-/* The depth the whole-body walk gives an argument value (root 0, args 1). */
-#define ARG_DEPTH 2
-
-typedef struct key_fields {
-    lmc_mp_item hash, model, salt;
-    int64_t rank, group;
-    bool has_group, has_salt;
-} key_fields;
-
-/*
- * The payload exactly as the codec writes it: a fixmap of five fields in
- * declaration order, each name a fixstr (the octal escapes are the map and
- * str headers: 0x85, 0xaa, 0xa7, 0xaf).
- */
-static inline __attribute__((always_inline)) bool key_fields_in_order(lmc_mp_reader *r,
-                                                                      key_fields *f)
-{
-    lmc_mp_item k, g;
-    if (!lmc_mp_take(r, "\205\252chunk_hash", 12) || lmc_mp_next(r, &f->hash) != LMC_MP_OK ||
-        f->hash.type != LMC_MP_BIN || !lmc_mp_take(r, "\252model_name", 11) ||
-        lmc_mp_next(r, &f->model) != LMC_MP_OK || f->model.type != LMC_MP_STR ||
-        !lmc_mp_take(r, "\247kv_rank", 8) || lmc_mp_next(r, &k) != LMC_MP_OK ||
-        !lmc_mp_get_int64(&k, &f->rank) || !lmc_mp_take(r, "\257object_group_id", 16) ||
-        lmc_mp_next(r, &g) != LMC_MP_OK || !lmc_mp_get_int64(&g, &f->group) ||
-        !lmc_mp_take(r, "\252cache_salt", 11) || lmc_mp_next(r, &f->salt) != LMC_MP_OK ||
-        f->salt.type != LMC_MP_STR)
-        return false;
-    f->has_group = f->has_salt = true;
-    return true;
-}
-
-/* Any order, optional fields left out; no unknown or repeated field. */
-static bool key_fields_any_order(lmc_mp_reader *r, key_fields *f)
-{
-    lmc_mp_item m;
-    if (lmc_mp_next(r, &m) != LMC_MP_OK || m.type != LMC_MP_MAP || m.v.n > 5)
-        return false;
-    enum { F_HASH = 1, F_MODEL = 2, F_RANK = 4, F_GROUP = 8, F_SALT = 16 };
-    unsigned seen = 0;
-    for (uint32_t i = 0; i < m.v.n; i++) {
-        lmc_mp_item k, v;
-        if (lmc_mp_next(r, &k) != LMC_MP_OK || k.type != LMC_MP_STR ||
-            lmc_mp_next(r, &v) != LMC_MP_OK)
-            return false;
-        unsigned bit;
-        bool ok;
-        if (lmc_mp_str_is(&k, "chunk_hash")) {
-            bit = F_HASH;
-            ok = v.type == LMC_MP_BIN;
-            f->hash = v;
-        } else if (lmc_mp_str_is(&k, "model_name")) {
-            bit = F_MODEL;
-            ok = v.type == LMC_MP_STR;
-            f->model = v;
-        } else if (lmc_mp_str_is(&k, "kv_rank")) {
-            bit = F_RANK;
-            ok = lmc_mp_get_int64(&v, &f->rank);
-        } else if (lmc_mp_str_is(&k, "object_group_id")) {
-            bit = F_GROUP;
-            ok = lmc_mp_get_int64(&v, &f->group);
-        } else if (lmc_mp_str_is(&k, "cache_salt")) {
-            bit = F_SALT;
-            ok = v.type == LMC_MP_STR;
-            f->salt = v;
-        } else {
-            return false;
-        }
-        if (!ok || (seen & bit))
-            return false;
-        seen |= bit;
-    }
-    f->has_group = seen & F_GROUP;
-    f->has_salt = seen & F_SALT;
-    return (seen & (F_HASH | F_MODEL | F_RANK)) == (F_HASH | F_MODEL | F_RANK);
-}
-
-/* One ObjectKey under the canonical wrapper, by dec_object_key's rules. */
-static bool fast_key(lmc_mp_reader *r, lmc_object_key *k, lmc_object_key_cache *kc)
-{
-    if (!lmc_mp_take(r, KEY_WRAP, sizeof(KEY_WRAP)))
-        return false;
-    const uint8_t *payload = r->p;
-    key_fields f;
-    if (!key_fields_in_order(r, &f)) {
-        r->p = payload;
-        memset(&f, 0, sizeof(f));
-        if (!key_fields_any_order(r, &f))
-            return false;
-    }
-    return lmc_object_key_make_cached(kc, k, f.hash.v.s.ptr, f.hash.v.s.len, f.model.v.s.ptr,
-                                      f.model.v.s.len, f.rank, f.has_group ? f.group : 0,
-                                      f.has_salt ? f.salt.v.s.ptr : "",
-                                      f.has_salt ? f.salt.v.s.len : 0, NULL) == LMC_OK;
-}
-
-/* A list of n canonical ObjectKeys; the reader is past the array header. */
-static bool fast_key_list(lmc_mp_reader *r, uint32_t n, lmc_arena *a, lmc_tv *out,
-                          lmc_object_key_cache *kc)
-{
-    if ((uint64_t)n * KEY_MIN_BYTES > lmc_mp_left(r))
-        return false;
-    lmc_object_key *keys = lmc_arena_alloc(a, (size_t)n * sizeof(*keys));
-    lmc_tv *items = lmc_arena_alloc(a, (size_t)n * sizeof(*items));
-    if (keys == NULL || items == NULL)
-        return false;
-    for (uint32_t i = 0; i < n; i++) {
-        if (!fast_key(r, &keys[i], kc))
-            return false;
-        memset(&items[i], 0, sizeof(items[i]));
-        items[i].kind = LMC_TV_OBJECT_KEY;
-        items[i].u.key = &keys[i];
-    }
-    memset(out, 0, sizeof(*out));
-    out->kind = LMC_TV_LIST;
-    out->u.list.items = items;
-    out->u.list.n = n;
-    return true;
-}
-
-/* One argument value: a list of keys directly, anything else through the codecs. */
-static bool fast_value(lmc_mp_reader *r, lmc_arena *a, lmc_tv *out, lmc_object_key_cache *kc)
-{
-    const uint8_t *at = r->p;
-    lmc_mp_item it;
-    if (lmc_mp_next(r, &it) == LMC_MP_OK && it.type == LMC_MP_ARRAY && it.v.n > 0 &&
-        lmc_mp_left(r) >= sizeof(KEY_WRAP) && memcmp(r->p, KEY_WRAP, sizeof(KEY_WRAP)) == 0)
-        return fast_key_list(r, it.v.n, a, out, kc);
-    r->p = at;
-    msgpack_object o;
-    bool nomem = false;
-    if (parse_object(r, a, &o, ARG_DEPTH, &nomem) != LMC_MP_OK)
-        return false;
-    return lmc_codec_decode_value(&o, a, out, NULL) == LMC_OK;
-}
-
-static bool fast_args(lmc_mp_reader *r, lmc_arena *a, lmc_trace_record *rec)
-{
-    lmc_mp_item m;
-    if (lmc_mp_next(r, &m) != LMC_MP_OK || m.type != LMC_MP_MAP)
-        return false;
-    lmc_trace_arg *args = m.v.n > 0 ? lmc_arena_alloc(a, (size_t)m.v.n * sizeof(*args)) : NULL;
-    if (m.v.n > 0 && args == NULL)
-        return false;
-    lmc_object_key_cache kc = {0};
-    for (uint32_t i = 0; i < m.v.n; i++) {
-        lmc_mp_item k;
-        if (lmc_mp_next(r, &k) != LMC_MP_OK || k.type != LMC_MP_STR)
-            return false;
-        char *name = arena_str(a, &k);
-        if (name == NULL)
-            return false;
-        args[i].name = name;
-        args[i].name_len = k.v.s.len;
-        if (!fast_value(r, a, &args[i].value, &kc))
-            return false;
-    }
-    rec->args = args;
-    rec->nargs = m.v.n;
-    return true;
-}
-
-static bool fast_record(const void *body, size_t len, lmc_arena *a, lmc_trace_record *rec)
-{
-    lmc_mp_reader r;
-    lmc_mp_reader_init(&r, body, len);
-    lmc_mp_item m;
-    if (lmc_mp_next(&r, &m) != LMC_MP_OK || m.type != LMC_MP_MAP)
-        return false;
-    enum { F_TYPE = 1, F_MONO = 2, F_WALL = 4, F_QUAL = 8, F_ARGS = 16 };
-    unsigned seen = 0;
-    for (uint32_t i = 0; i < m.v.n; i++) {
-        lmc_mp_item k, v;
-        if (lmc_mp_next(&r, &k) != LMC_MP_OK || k.type != LMC_MP_STR)
-            return false;
-        unsigned bit;
-        if (lmc_mp_str_is(&k, "args")) {
-            bit = F_ARGS;
-            if ((seen & bit) || !fast_args(&r, a, rec))
-                return false;
-            seen |= bit;
-            continue;
-        }
-        if (lmc_mp_next(&r, &v) != LMC_MP_OK)
-            return false;
-        bool ok;
-        if (lmc_mp_str_is(&k, "type")) {
-            bit = F_TYPE;
-            ok = lmc_mp_str_is(&v, "record");
-        } else if (lmc_mp_str_is(&k, "t_mono")) {
-            bit = F_MONO;
-            ok = lmc_mp_get_double(&v, &rec->t_mono);
-        } else if (lmc_mp_str_is(&k, "t_wall")) {
-            bit = F_WALL;
-            ok = lmc_mp_get_double(&v, &rec->t_wall);
-        } else if (lmc_mp_str_is(&k, "qualname")) {
-            bit = F_QUAL;
-            ok = v.type == LMC_MP_STR;
-            if (ok) {
-                if ((rec->qualname = arena_str(a, &v)) == NULL)
-                    return false;
-                rec->qualname_len = v.v.s.len;
-            }
-        } else {
-            return false;
-        }
-        if (!ok || (seen & bit))
-            return false;
-        seen |= bit;
-    }
-    return lmc_mp_left(&r) == 0 && (seen | F_TYPE) == (F_TYPE | F_MONO | F_WALL | F_QUAL | F_ARGS);
-}
-
 lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
                                    lmc_trace_record *rec, lmc_error *err)
 {
-    static const char what[] = "Record";
     memset(rec, 0, sizeof(*rec));
-    if (fast_record(body, len, a, rec))
-        return LMC_OK;
-    /* Declined: start over (what the fast path took from the arena stays until the reset). */
-    memset(rec, 0, sizeof(*rec));
-    lmc_mp_reader r;
-    uint32_t pairs = 0;
-    lmc_status st = open_body(body, len, what, &r, &pairs, err);
+    lmc_trace_record_scan sc;
+    lmc_status st = lmc_trace_scan_record(body, len, &sc, err);
     if (st != LMC_OK)
         return st;
-
-    bool have_mono = false, have_wall = false;
-    lmc_mp_item qualname = {.type = LMC_MP_NIL};
-    const uint8_t *args_at = NULL; /* the last "args" value, decoded after the loop */
-    for (uint32_t i = 0; i < pairs && st == LMC_OK; i++) {
-        lmc_mp_item k, v;
-        lmc_mp_result res = lmc_mp_next(&r, &k);
-        if (res != LMC_MP_OK) {
-            st = lmc_mp_error_set(err, what, &r, res);
-            break;
-        }
-        if (k.type != LMC_MP_STR) {
-            st = lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys must be str, got %s", what,
-                               lmc_mp_type_name(k.type));
-            break;
-        }
-        bool is_args = lmc_mp_str_is(&k, "args");
-        const uint8_t *at = r.p;
-        if (!is_args && !lmc_mp_str_is(&k, "type") && !lmc_mp_str_is(&k, "t_mono") &&
-            !lmc_mp_str_is(&k, "t_wall") && !lmc_mp_str_is(&k, "qualname")) {
-            res = lmc_mp_skip(&r, LMC_MP_ANY_DEPTH); /* unknown keys are skipped */
-        } else if ((res = lmc_mp_next(&r, &v)) == LMC_MP_OK) {
-            if (lmc_mp_str_is(&k, "type")) {
-                st = check_tag(&v, what, "record", err);
-            } else if (lmc_mp_str_is(&k, "t_mono")) {
-                st = get_float(&v, what, "t_mono", &rec->t_mono, err);
-                have_mono = true;
-            } else if (lmc_mp_str_is(&k, "t_wall")) {
-                st = get_float(&v, what, "t_wall", &rec->t_wall, err);
-                have_wall = true;
-            } else if (lmc_mp_str_is(&k, "qualname")) {
-                if (v.type != LMC_MP_STR)
-                    st = wrong_type(err, what, "qualname", "str", lmc_mp_type_name(v.type));
-                qualname = v;
-            } else {
-                if (v.type != LMC_MP_MAP)
-                    st = wrong_type(err, what, "args", "map", lmc_mp_type_name(v.type));
-                args_at = at;
-                r.p = at;
-                res = lmc_mp_skip(&r, LMC_MP_ANY_DEPTH);
-            }
-        }
-        if (res != LMC_MP_OK && st == LMC_OK)
-            st = lmc_mp_error_set(err, what, &r, res);
-    }
-    if (st != LMC_OK)
-        goto out;
-    if (!have_mono || !have_wall || qualname.type != LMC_MP_STR || args_at == NULL) {
-        st = missing(err, what,
-                     !have_mono                    ? "t_mono"
-                     : !have_wall                  ? "t_wall"
-                     : qualname.type != LMC_MP_STR ? "qualname"
-                                                   : "args");
+    lmc_arena scratch;
+    lmc_arena_init(&scratch, 0);
+    lmc_trace_decoder d = {.values = a, .scratch = &scratch, .copy_bytes = true};
+    char *q = lmc_arena_alloc(a, sc.qualname_len + 1);
+    if (q == NULL) {
+        st = lmc_error_set(err, LMC_ERR_NOMEM, "Record: out of memory");
         goto out;
     }
-    if ((rec->qualname = arena_str(a, &qualname)) == NULL) {
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "%s: out of memory", what);
-        goto out;
-    }
-    rec->qualname_len = qualname.v.s.len;
-    r.p = args_at;
-    msgpack_object args;
-    if ((st = parse_checked(&r, a, &args, 1, what, err)) == LMC_OK)
-        st = lmc_codec_decode_args(&args, a, &rec->args, &rec->nargs, err);
+    if (sc.qualname_len > 0)
+        memcpy(q, sc.qualname, sc.qualname_len);
+    q[sc.qualname_len] = '\0';
+    rec->t_mono = sc.t_mono;
+    rec->t_wall = sc.t_wall;
+    rec->qualname = q;
+    rec->qualname_len = sc.qualname_len;
+    st = lmc_trace_decode_args(&d, sc.args, sc.args_len, &rec->args, &rec->nargs, err);
 
 out:
+    lmc_arena_free(&scratch);
     if (st != LMC_OK)
         memset(rec, 0, sizeof(*rec));
     return st;
 }
 
-/*
- * A Record as the encoder writes it, read from its fixed head: one compare
- * per run of fixed bytes. False (the general peek decides) for anything
- * else; what it accepts, the general peek reads to the same result.
- */
-static bool peek_fast(const void *body, size_t len, double *t_mono, const char **qualname,
-                      size_t *qualname_len)
-{
-    lmc_mp_reader r;
-    lmc_mp_reader_init(&r, body, len);
-    lmc_mp_item q;
-    if (!lmc_mp_take(&r, RECORD_HEAD_MONO "\xcb", sizeof(RECORD_HEAD_MONO "\xcb") - 1) ||
-        lmc_mp_left(&r) < 8)
-        return false;
-    uint64_t bits = lmc_get_be64(r.p);
-    r.p += 8;
-    if (!lmc_mp_take(&r, RECORD_HEAD_WALL "\xcb", sizeof(RECORD_HEAD_WALL "\xcb") - 1) ||
-        lmc_mp_left(&r) < 8)
-        return false;
-    r.p += 8;
-    if (!lmc_mp_take(&r, RECORD_HEAD_QUALNAME, sizeof(RECORD_HEAD_QUALNAME) - 1) ||
-        lmc_mp_next(&r, &q) != LMC_MP_OK || q.type != LMC_MP_STR)
-        return false;
-    memcpy(t_mono, &bits, sizeof(*t_mono));
-    *qualname = q.v.s.ptr;
-    *qualname_len = q.v.s.len;
-    return true;
-}
-
 lmc_status lmc_trace_peek_record(const void *body, size_t len, double *t_mono,
                                  const char **qualname, size_t *qualname_len, lmc_error *err)
 {
-    static const char what[] = "Record";
-    if (peek_fast(body, len, t_mono, qualname, qualname_len))
-        return LMC_OK;
-    /*
-     * Reads stop once t_mono and qualname are found, so nothing is sized by
-     * a count and the rest of the map is never looked at: the unchecked
-     * reads accept what a full decode might still reject later.
-     */
-    lmc_mp_reader r;
-    lmc_mp_reader_init(&r, body, len);
-    lmc_mp_item it;
-    lmc_mp_result res = lmc_mp_next_unchecked(&r, &it);
-    if (res != LMC_MP_OK)
-        return lmc_mp_error_set(err, what, &r, res);
-    if (it.type != LMC_MP_MAP)
-        return lmc_error_set(err, LMC_ERR_FORMAT, "%s: expected a msgpack map", what);
-    bool have_mono = false, have_q = false;
-    for (uint32_t i = 0, n = it.v.n; i < n && !(have_mono && have_q); i++) {
-        lmc_mp_item k, v;
-        if ((res = lmc_mp_next_unchecked(&r, &k)) != LMC_MP_OK)
-            return lmc_mp_error_set(err, what, &r, res);
-        if (k.type != LMC_MP_STR)
-            return lmc_error_set(err, LMC_ERR_FORMAT, "%s: keys must be str, got %s", what,
-                                 lmc_mp_type_name(k.type));
-        bool is_type = lmc_mp_str_is(&k, "type");
-        bool is_mono = !is_type && lmc_mp_str_is(&k, "t_mono");
-        bool is_q = !is_type && !is_mono && lmc_mp_str_is(&k, "qualname");
-        if (!is_type && !is_mono && !is_q) {
-            if ((res = lmc_mp_skip(&r, LMC_MP_MAX_DEPTH)) != LMC_MP_OK)
-                return lmc_mp_error_set(err, what, &r, res);
-            continue;
-        }
-        if ((res = lmc_mp_next_unchecked(&r, &v)) != LMC_MP_OK)
-            return lmc_mp_error_set(err, what, &r, res);
-        if (is_type) {
-            lmc_status st = check_tag(&v, what, "record", err);
-            if (st != LMC_OK)
-                return st;
-        } else if (is_mono) {
-            lmc_status st = get_float(&v, what, "t_mono", t_mono, err);
-            if (st != LMC_OK)
-                return st;
-            have_mono = true;
-        } else {
-            if (v.type != LMC_MP_STR)
-                return wrong_type(err, what, "qualname", "str", lmc_mp_type_name(v.type));
-            *qualname = v.v.s.ptr;
-            *qualname_len = v.v.s.len;
-            have_q = true;
-        }
-    }
-    if (!have_mono)
-        return missing(err, what, "t_mono");
-    if (!have_q)
-        return missing(err, what, "qualname");
+    lmc_trace_record_scan sc;
+    lmc_status st = lmc_trace_scan_record(body, len, &sc, err);
+    if (st != LMC_OK)
+        return st;
+    *t_mono = sc.t_mono;
+    *qualname = sc.qualname;
+    *qualname_len = sc.qualname_len;
     return LMC_OK;
 }

@@ -14,9 +14,10 @@
  *   Record: t_mono (float64, relative to t_mono_start), t_wall (float64),
  *           qualname (str), args (map of codec-encoded values)
  *
- * Decoding follows msgspec: unknown keys are skipped; "type", if present,
- * must match; a missing required field is an error; a float field accepts
- * an integer.
+ * Decoding follows msgspec (trace/validate.h has every rule): unknown keys
+ * are skipped; "type", if present, must match; a repeated field keeps its
+ * last value; a missing required field is an error; a float field accepts
+ * an integer; every str is UTF-8; nothing may follow the map.
  *
  * Threads: none; pure functions.
  */
@@ -37,8 +38,12 @@
 #define LMC_TRACE_SCHEMA_VERSION 2 /* written */
 #define LMC_TRACE_QUALNAME_PREFIX "lmcache.v1.distributed.storage_manager.StorageManager."
 
-/* Frames larger than this are treated as corrupt by the reader. */
-#define LMC_TRACE_MAX_FRAME (256u * 1024 * 1024)
+/*
+ * A frame is any length its u32 prefix can say (up to 4 GiB - 1), as in
+ * LMCache: the reader reads frames of any size, the encoders refuse
+ * nothing smaller.
+ */
+#define LMC_TRACE_MAX_FRAME UINT32_MAX
 
 typedef struct lmc_trace_header {
     uint8_t magic[16];
@@ -81,27 +86,43 @@ lmc_status lmc_trace_encode_record(msgpack_sbuffer *out, double t_mono, double t
 lmc_status lmc_trace_decode_header(const void *body, size_t len, lmc_trace_header *h,
                                    lmc_error *err);
 
-/* A decoded Record; the qualname and all args live in the arena (none point into the body). */
+/*
+ * A Record. From lmc_trace_decode_record, the qualname and all args live in
+ * the arena (none point into the body). From the reader (trace/reader.h),
+ * they are valid until its next call, and the args may not be decoded yet.
+ */
 typedef struct lmc_trace_record {
     double t_mono;
     double t_wall;
-    const char *qualname; /* NUL-terminated copy in the arena */
+    const char *qualname; /* NUL-terminated copy (it may hold NUL itself: see qualname_len) */
     size_t qualname_len;
     lmc_trace_arg *args;
     size_t nargs;
     uint64_t offset; /* byte offset of the frame in the file */
+    /*
+     * The reader's: NULL, or why the args do not decode through the codecs
+     * (the record is still one -- LMCache's reader yields it and its replay
+     * skips it). Valid as long as the record.
+     */
+    const char *args_error;
+    /* The reader's: the encoded args map, and whether args holds it decoded. */
+    const uint8_t *args_raw;
+    size_t args_raw_len;
+    bool args_decoded;
 } lmc_trace_record;
 
 /*
- * Decode a Record body fully (args through the codecs) into the arena. The
- * arena also receives the parse tree, so reset it between records.
+ * Decode a Record body fully (args through the codecs) into the arena: the
+ * rules of lmc_trace_scan_record (trace/validate.h), then the codecs, whose
+ * errors are this function's errors.
  */
 lmc_status lmc_trace_decode_record(const void *body, size_t len, lmc_arena *a,
                                    lmc_trace_record *rec, lmc_error *err);
 
 /*
- * Fast path for `trace info`: read only t_mono and qualname of a Record
- * body without decoding args. The qualname points into body.
+ * For `trace info`: check a Record body by the same rules and return only
+ * its t_mono and qualname (pointing into body); nothing is decoded or
+ * built.
  */
 lmc_status lmc_trace_peek_record(const void *body, size_t len, double *t_mono,
                                  const char **qualname, size_t *qualname_len, lmc_error *err);

@@ -45,8 +45,10 @@ lmc_status lmc_trace_maybe_init(lmc_event_bus *bus, const char *level, const cha
     char path[4096];
     if (output == NULL || *output == '\0') {
         lmc_trace_default_path(path, sizeof(path));
-        LMC_INFO("trace", "trace recording enabled (level=%s); no --trace-output given, writing "
-                 "to %s", level, path);
+        LMC_INFO("trace",
+                 "trace recording enabled (level=%s); no --trace-output given, writing "
+                 "to %s",
+                 level, path);
     } else {
         snprintf(path, sizeof(path), "%s", output);
     }

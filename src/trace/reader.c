@@ -2,17 +2,23 @@
  * reader.c -- the streaming .lct reader (see reader.h and
  * spec/trace-format.md section 1.5).
  *
- * Owns: the file descriptor, one read buffer, the decoded header and the
- * arena the current record is decoded into (reset per record).
+ * Owns: the file descriptor, one read buffer, the decoded header, and the
+ * two arenas the current record's args are decoded into (values, and the
+ * codecs' scratch), both reset per record and bounded per record.
  *
  * Buffering: frames are read with read(2) into a buffer of 1 MiB that
- * holds many frames; a frame is decoded in place (no copy) and the buffer
- * is compacted only when the next frame does not fit behind the consumed
- * ones. A frame larger than the buffer grows it, but only by doubling once
- * the buffer is full of bytes the file really holds, so a corrupt length
- * near LMC_TRACE_MAX_FRAME in a small file costs no more memory than the
- * file itself. mmap is avoided on purpose: a file truncated under a mapping
- * raises SIGBUS, and the reader must survive any input.
+ * holds many frames; a frame is checked and decoded in place (no copy) and
+ * the buffer is compacted only when the next frame does not fit behind the
+ * consumed ones. A frame larger than the buffer grows it, but only by
+ * doubling once the buffer is full of bytes the file really holds, so a
+ * corrupt length near 4 GiB in a small file costs no more memory than the
+ * file itself; once such a frame is consumed the buffer shrinks back to
+ * 1 MiB. mmap is avoided on purpose: a file truncated under a mapping
+ * raises SIGBUS, and the reader must survive any input (and read pipes).
+ *
+ * Every record goes through lmc_trace_scan_record; the decoded args (when
+ * asked for) point into the frame in the buffer, which stays put until the
+ * next call.
  *
  * Threads: none; a reader belongs to one thread.
  */
@@ -24,9 +30,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
+#include "trace/decode.h"
+#include "trace/validate.h"
 
 #define READ_BUF_SIZE (1u << 20)
 #define ARENA_BLOCK (64u * 1024)
@@ -42,13 +51,17 @@ struct lmc_trace_reader {
     bool eof;         /* read(2) returned 0 */
     bool done;        /* the stream has ended (clean, truncated or failed) */
     lmc_trace_header header;
-    lmc_arena arena;
+    lmc_arena arena;   /* the current record's qualname and args */
+    lmc_arena scratch; /* the codecs' payload trees while decoding them */
     uint64_t records;
     uint64_t malformed;
     bool truncated;
-    /* The frame last returned by next_peek (in buf; valid until the next read). */
-    const uint8_t *peek_body;
-    uint32_t peek_len;
+    /* The record last returned (in buf; valid until the next read): its frame and args. */
+    bool current;
+    uint32_t cur_len;
+    lmc_trace_record_scan cur;
+    char args_error[LMC_ERROR_MSG_MAX];
+    bool warned_dropped; /* a bad dropped_count was reported */
 };
 
 /* One frame as the buffer holds it. */
@@ -62,7 +75,6 @@ typedef enum frame_result {
     FRAME_OK,
     FRAME_EOF,          /* no bytes where a prefix should start */
     FRAME_SHORT_PREFIX, /* 1-3 bytes */
-    FRAME_TOO_BIG,      /* length above LMC_TRACE_MAX_FRAME */
     FRAME_SHORT_BODY,
     FRAME_IO,
 } frame_result;
@@ -102,8 +114,26 @@ static frame_result fill(lmc_trace_reader *r, size_t want)
     return FRAME_OK;
 }
 
+/* After a frame far larger than usual: give its memory back (nothing in buf is in use). */
+static void shrink(lmc_trace_reader *r)
+{
+    size_t left = r->end - r->start;
+    if (r->cap <= READ_BUF_SIZE || left > READ_BUF_SIZE / 2)
+        return;
+    memmove(r->buf, r->buf + r->start, left);
+    r->buf_off += r->start;
+    r->start = 0;
+    r->end = left;
+    uint8_t *nbuf = realloc(r->buf, READ_BUF_SIZE);
+    if (nbuf != NULL) {
+        r->buf = nbuf;
+        r->cap = READ_BUF_SIZE;
+    }
+}
+
 static frame_result next_frame(lmc_trace_reader *r, frame *f, uint32_t *want_len)
 {
+    shrink(r);
     if (fill(r, 4) == FRAME_IO)
         return FRAME_IO;
     size_t avail = r->end - r->start;
@@ -114,8 +144,6 @@ static frame_result next_frame(lmc_trace_reader *r, frame *f, uint32_t *want_len
         return FRAME_SHORT_PREFIX;
     uint32_t n = lmc_get_be32(r->buf + r->start);
     *want_len = n;
-    if (n > LMC_TRACE_MAX_FRAME)
-        return FRAME_TOO_BIG;
     if (fill(r, (size_t)n + 4) == FRAME_IO)
         return FRAME_IO;
     avail = r->end - r->start;
@@ -153,11 +181,6 @@ static lmc_status read_header(lmc_trace_reader *r, lmc_error *err)
     case FRAME_SHORT_PREFIX:
         return lmc_error_set(err, LMC_ERR_FORMAT,
                              "trace file %s: truncated frame length prefix at offset 0", q);
-    case FRAME_TOO_BIG:
-        return lmc_error_set(err, LMC_ERR_FORMAT,
-                             "trace file %s: frame length %" PRIu32
-                             " at offset 0 exceeds the limit of %u bytes",
-                             q, n, LMC_TRACE_MAX_FRAME);
     case FRAME_SHORT_BODY:
         return lmc_error_set(err, LMC_ERR_FORMAT,
                              "trace file %s: truncated frame body at offset 4 (got %zu of %" PRIu32
@@ -205,6 +228,7 @@ lmc_status lmc_trace_reader_open(const char *path, lmc_trace_reader **out, lmc_e
     r->fd = -1;
     set_qpath(r, path);
     lmc_arena_init(&r->arena, ARENA_BLOCK);
+    lmc_arena_init(&r->scratch, ARENA_BLOCK);
 
     r->fd = open(path, O_RDONLY | O_CLOEXEC);
     if (r->fd < 0) {
@@ -213,7 +237,11 @@ lmc_status lmc_trace_reader_open(const char *path, lmc_trace_reader **out, lmc_e
                            "trace file %s: cannot open: %s", r->qpath, strerror(e));
         goto fail;
     }
+    /* A small file gets a buffer its size (it grows if the file does). */
+    struct stat sb;
     r->cap = READ_BUF_SIZE;
+    if (fstat(r->fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size < (off_t)READ_BUF_SIZE)
+        r->cap = sb.st_size < 4096 ? 4096 : (size_t)sb.st_size;
     r->buf = malloc(r->cap);
     if (r->buf == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "trace file %s: out of memory", r->qpath);
@@ -238,6 +266,7 @@ void lmc_trace_reader_close(lmc_trace_reader *r)
     free(r->buf);
     lmc_trace_header_free(&r->header);
     lmc_arena_free(&r->arena);
+    lmc_arena_free(&r->scratch);
     free(r);
 }
 
@@ -267,12 +296,6 @@ static lmc_status stream_frame(lmc_trace_reader *r, frame *f)
         LMC_WARN("trace", "TraceReader: truncated frame length prefix at offset %" PRIu64,
                  f->offset);
         break;
-    case FRAME_TOO_BIG:
-        LMC_WARN("trace",
-                 "TraceReader: truncated frame body at offset %" PRIu64 " (frame length %" PRIu32
-                 " exceeds the limit of %u bytes; treating the rest of the file as corrupt)",
-                 f->offset + 4, n, LMC_TRACE_MAX_FRAME);
-        break;
     case FRAME_SHORT_BODY:
         LMC_WARN("trace",
                  "TraceReader: truncated frame body at offset %" PRIu64 " (got %zu of %" PRIu32 ")",
@@ -287,12 +310,6 @@ static lmc_status stream_frame(lmc_trace_reader *r, frame *f)
     return LMC_ERR_EOF;
 }
 
-static void forget_peek(lmc_trace_reader *r)
-{
-    r->peek_body = NULL;
-    r->peek_len = 0;
-}
-
 static void warn_malformed(lmc_trace_reader *r, const frame *f, const lmc_error *e)
 {
     r->malformed++;
@@ -300,114 +317,180 @@ static void warn_malformed(lmc_trace_reader *r, const frame *f, const lmc_error 
              f->offset + 4 + f->len, e->msg);
 }
 
-lmc_status lmc_trace_reader_next(lmc_trace_reader *r, lmc_trace_record *rec)
+/* The next frame that is a record, checked; r->cur describes it. */
+static lmc_status next_checked(lmc_trace_reader *r, frame *f)
 {
-    forget_peek(r);
+    r->current = false;
     for (;;) {
-        frame f;
-        lmc_status st = stream_frame(r, &f);
-        if (st != LMC_OK)
-            return st;
-        lmc_arena_reset(&r->arena);
-        lmc_error e;
-        lmc_error_clear(&e);
-        if (lmc_trace_decode_record(f.body, f.len, &r->arena, rec, &e) == LMC_OK) {
-            rec->offset = f.offset;
-            r->records++;
-            return LMC_OK;
-        }
-        warn_malformed(r, &f, &e);
-    }
-}
-
-lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const char **qualname,
-                                      size_t *qualname_len)
-{
-    forget_peek(r);
-    for (;;) {
-        frame f;
-        lmc_status st = stream_frame(r, &f);
+        lmc_status st = stream_frame(r, f);
         if (st != LMC_OK)
             return st;
         lmc_error e;
         lmc_error_clear(&e);
-        if (lmc_trace_peek_record(f.body, f.len, t_mono, qualname, qualname_len, &e) == LMC_OK) {
+        if (lmc_trace_scan_record(f->body, f->len, &r->cur, &e) == LMC_OK) {
             r->records++;
-            r->peek_body = f.body;
-            r->peek_len = f.len;
+            r->current = true;
+            r->cur_len = f->len;
             return LMC_OK;
         }
-        warn_malformed(r, &f, &e);
+        warn_malformed(r, f, &e);
     }
-}
-
-/* The current record's qualname, NUL-terminated in the arena; NULL when memory runs out. */
-static const char *copy_qualname(lmc_trace_reader *r, const char *q, size_t qlen)
-{
-    char *copy = lmc_arena_alloc(&r->arena, qlen + 1);
-    if (copy != NULL) {
-        memcpy(copy, q, qlen);
-        copy[qlen] = '\0';
-    }
-    return copy;
 }
 
 lmc_status lmc_trace_reader_next_record(lmc_trace_reader *r, lmc_trace_record *rec)
 {
     memset(rec, 0, sizeof(*rec));
-    const char *q;
-    size_t qlen;
-    lmc_status st = lmc_trace_reader_next_peek(r, &rec->t_mono, &q, &qlen);
+    frame f;
+    lmc_status st = next_checked(r, &f);
     if (st != LMC_OK)
         return st;
     lmc_arena_reset(&r->arena);
-    if ((rec->qualname = copy_qualname(r, q, qlen)) == NULL) {
-        LMC_ERROR("trace", "TraceReader: out of memory for a qualname of %zu bytes", qlen);
+    lmc_arena_set_limit(&r->arena, 0);
+    char *q = lmc_arena_alloc(&r->arena, r->cur.qualname_len + 1);
+    if (q == NULL) {
+        LMC_ERROR("trace", "TraceReader: out of memory for a qualname of %zu bytes",
+                  r->cur.qualname_len);
         r->done = true;
-        forget_peek(r);
+        r->current = false;
         return LMC_ERR_IO;
     }
-    rec->qualname_len = qlen;
+    if (r->cur.qualname_len > 0)
+        memcpy(q, r->cur.qualname, r->cur.qualname_len);
+    q[r->cur.qualname_len] = '\0';
+    rec->t_mono = r->cur.t_mono;
+    rec->t_wall = r->cur.t_wall;
+    rec->qualname = q;
+    rec->qualname_len = r->cur.qualname_len;
+    rec->offset = f.offset;
+    rec->args_raw = r->cur.args;
+    rec->args_raw_len = r->cur.args_len;
     return LMC_OK;
 }
 
 lmc_status lmc_trace_reader_decode_args(lmc_trace_reader *r, lmc_trace_record *rec, lmc_error *err)
 {
-    if (r->peek_body == NULL)
-        return lmc_error_set(err, LMC_ERR_INVALID, "TraceReader: no record is current");
-    /* Decoding resets the arena, and the qualname copy with it: the decode makes its own. */
-    lmc_trace_record full;
-    double t_mono = rec->t_mono;
-    size_t qlen = rec->qualname_len;
-    lmc_arena_reset(&r->arena);
-    lmc_status st = lmc_trace_decode_record(r->peek_body, r->peek_len, &r->arena, &full, err);
+    if (rec->args_decoded)
+        return LMC_OK;
+    if (rec->args_error != NULL)
+        return lmc_error_set(err, LMC_ERR_FORMAT, "%s", rec->args_error);
+    if (!r->current || rec->args_raw != r->cur.args)
+        return lmc_error_set(err, LMC_ERR_INVALID, "TraceReader: that record is no longer current");
+    /* A small multiple of the record: no record can make decoding take much more. */
+    size_t limit = (size_t)LMC_TRACE_DECODE_FACTOR * r->cur_len + LMC_TRACE_DECODE_SLACK;
+    lmc_arena_set_limit(&r->arena, r->arena.held + limit);
+    lmc_arena_reset(&r->scratch);
+    lmc_arena_set_limit(&r->scratch, limit);
+    lmc_trace_decoder d = {.values = &r->arena, .scratch = &r->scratch, .copy_bytes = false};
+    lmc_error e;
+    lmc_error_clear(&e);
+    lmc_status st =
+        lmc_trace_decode_args(&d, rec->args_raw, rec->args_raw_len, &rec->args, &rec->nargs, &e);
+    bool limited = r->arena.over_limit || r->scratch.over_limit;
+    lmc_arena_reset(&r->scratch);
+    lmc_arena_set_limit(&r->arena, 0);
     if (st == LMC_OK) {
-        *rec = full;
+        rec->args_decoded = true;
         return LMC_OK;
     }
-    /* The frame's own qualname bytes are still there: peek them again for the copy. */
-    const char *q = NULL;
-    lmc_trace_peek_record(r->peek_body, r->peek_len, &t_mono, &q, &qlen, NULL);
-    memset(rec, 0, sizeof(*rec));
-    rec->t_mono = t_mono;
-    rec->qualname = q != NULL ? copy_qualname(r, q, qlen) : NULL;
-    rec->qualname_len = rec->qualname != NULL ? qlen : 0;
+    if (limited)
+        snprintf(r->args_error, sizeof(r->args_error),
+                 "its args would take more than %zu bytes to decode (%u times its %" PRIu32
+                 " bytes, plus %u KiB)",
+                 limit, LMC_TRACE_DECODE_FACTOR, r->cur_len, LMC_TRACE_DECODE_SLACK / 1024);
+    else
+        snprintf(r->args_error, sizeof(r->args_error), "%s", e.msg);
+    rec->args = NULL;
+    rec->nargs = 0;
+    rec->args_error = r->args_error;
+    return lmc_error_set(err, limited ? LMC_ERR_NOMEM : st, "%s", r->args_error);
+}
+
+lmc_status lmc_trace_reader_next(lmc_trace_reader *r, lmc_trace_record *rec)
+{
+    lmc_status st = lmc_trace_reader_next_record(r, rec);
+    if (st == LMC_OK)
+        (void)lmc_trace_reader_decode_args(r, rec, NULL);
     return st;
+}
+
+lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const char **qualname,
+                                      size_t *qualname_len)
+{
+    frame f;
+    lmc_status st = next_checked(r, &f);
+    if (st != LMC_OK)
+        return st;
+    *t_mono = r->cur.t_mono;
+    *qualname = r->cur.qualname;
+    *qualname_len = r->cur.qualname_len;
+    return LMC_OK;
+}
+
+/* The (last) integer argument `name` of the current record, from its checked bytes. */
+static lmc_status find_int_arg(const lmc_trace_reader *r, const char *name, lmc_mp_item *out)
+{
+    if (!r->current || name == NULL)
+        return LMC_ERR_INVALID;
+    lmc_mp_reader m;
+    lmc_mp_reader_init(&m, r->cur.args, r->cur.args_len);
+    lmc_mp_item it;
+    (void)lmc_mp_next(&m, &it); /* the map header */
+    bool found = false;
+    for (uint32_t i = 0; i < r->cur.nargs; i++) {
+        lmc_mp_item k, v;
+        (void)lmc_mp_next(&m, &k);
+        const uint8_t *at = m.p;
+        (void)lmc_mp_next(&m, &v);
+        if (v.type == LMC_MP_ARRAY || v.type == LMC_MP_MAP) {
+            m.p = at;
+            (void)lmc_mp_skip(&m, LMC_MP_ANY_DEPTH);
+        }
+        if (lmc_mp_str_is(&k, name)) {
+            /* A repeated name means its last value, as in a Python dict. */
+            found = v.type == LMC_MP_UINT || v.type == LMC_MP_INT;
+            *out = v;
+        }
+    }
+    return found ? LMC_OK : LMC_ERR_NOT_FOUND;
+}
+
+lmc_status lmc_trace_reader_peek_u64_arg(lmc_trace_reader *r, const char *name, uint64_t *value)
+{
+    lmc_mp_item v;
+    lmc_status st = find_int_arg(r, name, &v);
+    if (st != LMC_OK)
+        return st;
+    if (v.type != LMC_MP_UINT)
+        return LMC_ERR_FORMAT;
+    *value = v.v.u;
+    return LMC_OK;
 }
 
 lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value)
 {
-    if (r->peek_body == NULL || name == NULL)
-        return LMC_ERR_INVALID;
-    lmc_arena_reset(&r->arena);
-    lmc_trace_record rec;
-    if (lmc_trace_decode_record(r->peek_body, r->peek_len, &r->arena, &rec, NULL) != LMC_OK)
-        return LMC_ERR_FORMAT;
-    const lmc_trace_arg *arg = lmc_trace_args_find(rec.args, rec.nargs, name);
-    if (arg == NULL || arg->value.kind != LMC_TV_INT)
+    lmc_mp_item v;
+    lmc_status st = find_int_arg(r, name, &v);
+    if (st != LMC_OK)
+        return st;
+    if (!lmc_mp_get_int64(&v, value))
         return LMC_ERR_NOT_FOUND;
-    *value = arg->value.u.i;
     return LMC_OK;
+}
+
+void lmc_trace_reader_add_dropped_count(lmc_trace_reader *r, uint64_t *total)
+{
+    uint64_t n = 0;
+    lmc_status st = lmc_trace_reader_peek_u64_arg(r, "dropped_count", &n);
+    if (st == LMC_OK) {
+        *total = n > UINT64_MAX - *total ? UINT64_MAX : *total + n;
+        return;
+    }
+    if (!r->warned_dropped)
+        LMC_WARN("trace",
+                 "TraceReader: the dropped-records marker has %s dropped_count; it is not "
+                 "counted",
+                 st == LMC_ERR_FORMAT ? "a negative" : "no integer");
+    r->warned_dropped = true;
 }
 
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r)
@@ -428,6 +511,12 @@ bool lmc_trace_reader_truncated(const lmc_trace_reader *r)
 lmc_status lmc_trace_count_records(const char *path, uint64_t *count, lmc_error *err)
 {
     *count = 0;
+    struct stat sb;
+    if (path != NULL && stat(path, &sb) == 0 && !S_ISREG(sb.st_mode))
+        return lmc_error_set(err, LMC_ERR_UNSUPPORTED,
+                             "trace file '%s' is not a regular file, which cannot be read twice: "
+                             "its records are not counted ahead",
+                             path);
     lmc_trace_reader *r;
     lmc_status st = lmc_trace_reader_open(path, &r, err);
     if (st != LMC_OK)

@@ -1,8 +1,9 @@
 /*
  * reader.h -- streaming .lct reader.
  *
- * Owns: the open file, a read buffer, the decoded header and an arena for
- * the current record (spec/trace-format.md section 1.5).
+ * Owns: the open file, a read buffer, the decoded header and the arenas
+ * the current record's args are decoded into (spec/trace-format.md section
+ * 1.5).
  *
  * Opening reads the header strictly; errors name the file (Python repr
  * quotes) and the problem, in LMCache's words:
@@ -14,12 +15,26 @@
  *   trace file 'x.lct': unsupported trace_schema_version V (this build supports 1, 2)
  * plus "cannot open: <strerror>" and msgpack/shape errors of the header.
  *
- * Records stream one at a time. A truncated tail (1-3 prefix bytes, or a
- * short body) logs a WARNING ("TraceReader: truncated frame ... at offset
- * P") and ends the stream; a frame that does not decode as a Record logs
- * "TraceReader: skipping malformed record at offset P: <err>" and is
- * skipped. A frame length above LMC_TRACE_MAX_FRAME is treated as a
- * truncated (corrupt) tail.
+ * Records stream one at a time, in one pass: a pipe (/dev/stdin) reads as
+ * well as a file. A record is exactly what LMCache's TraceReader yields
+ * (trace/validate.h): every way of reading one -- next_peek for `trace
+ * info`, next_record and next for replay, count_records for a total --
+ * applies the same checks, so they count the same records. A frame that
+ * fails them is malformed: "TraceReader: skipping malformed record at
+ * offset P: <err>" is logged and the frame skipped. A truncated tail (1-3
+ * prefix bytes, or a short body) logs "TraceReader: truncated frame ... at
+ * offset P" and ends the stream. Frames may be as long as the u32 prefix
+ * says (4 GiB - 1); the buffer grows to the largest frame only once the
+ * file has really supplied its bytes, and shrinks back after it.
+ *
+ * A record's args are decoded only when asked for (next, or next_record
+ * then decode_args), straight from the bytes. A record whose args do not
+ * decode through the codecs is still a record (args_error says why), as
+ * LMCache's replay skips it but its reader yields it. Decoding one record
+ * takes at most LMC_TRACE_DECODE_FACTOR times its frame plus
+ * LMC_TRACE_DECODE_SLACK bytes; args that would need more (only lists or
+ * maps of very many tiny values can) do not decode, with a message saying
+ * so.
  *
  * Threads: one reader per thread.
  */
@@ -33,6 +48,10 @@
 #include "lmcache/status.h"
 #include "trace/format.h"
 
+/* The bound on one record's decoded args: FACTOR x its frame + SLACK bytes. */
+#define LMC_TRACE_DECODE_FACTOR 8u
+#define LMC_TRACE_DECODE_SLACK (1u << 20)
+
 typedef struct lmc_trace_reader lmc_trace_reader;
 
 lmc_status lmc_trace_reader_open(const char *path, lmc_trace_reader **out, lmc_error *err);
@@ -41,56 +60,65 @@ void lmc_trace_reader_close(lmc_trace_reader *r); /* NULL is fine */
 const lmc_trace_header *lmc_trace_reader_header(const lmc_trace_reader *r);
 
 /*
- * The next record, decoded (args through the codecs). Valid until the next
- * call. LMC_OK, or LMC_ERR_EOF at the end (clean or truncated), or
- * LMC_ERR_IO (logged) if read(2) fails; after the end, always LMC_ERR_EOF.
- */
-lmc_status lmc_trace_reader_next(lmc_trace_reader *r, lmc_trace_record *rec);
-
-/*
- * The next record with its args not decoded yet: t_mono and qualname (a
- * NUL-terminated copy); t_wall and offset 0, args NULL, nargs 0. Valid
- * until the next call. Same results as lmc_trace_reader_next_peek (it is
- * as fast); lmc_trace_reader_decode_args then decodes the args of a record
- * the caller wants, so a pass can decode only the records it needs.
+ * The next record, args not decoded (rec->args NULL, args_decoded false).
+ * Valid until the next call. LMC_OK, or LMC_ERR_EOF at the end (clean or
+ * truncated), or LMC_ERR_IO (logged) if read(2) fails; after the end,
+ * always LMC_ERR_EOF.
  */
 lmc_status lmc_trace_reader_next_record(lmc_trace_reader *r, lmc_trace_record *rec);
 
 /*
- * Decode the whole of rec, the record the last next_record returned, as
- * lmc_trace_reader_next would have (args through the codecs, t_wall),
- * except that offset stays 0.
- * LMC_OK; LMC_ERR_FORMAT or LMC_ERR_NOMEM, the reason in err, when its
- * args do not decode (rec keeps t_mono and qualname, args NULL);
- * LMC_ERR_INVALID when no record is current.
+ * Decode the args of rec, the record the last call returned, through the
+ * codecs (a no-op when they are decoded already). LMC_OK, or
+ * LMC_ERR_FORMAT/LMC_ERR_NOMEM with the reason in err and in
+ * rec->args_error (rec->args then NULL).
  */
 lmc_status lmc_trace_reader_decode_args(lmc_trace_reader *r, lmc_trace_record *rec, lmc_error *err);
 
 /*
- * The next record's t_mono and qualname only (fast; args not decoded).
- * The qualname is valid until the next call.
+ * next_record, then decode_args. A record whose args do not decode still
+ * returns LMC_OK, with no args and args_error set.
+ */
+lmc_status lmc_trace_reader_next(lmc_trace_reader *r, lmc_trace_record *rec);
+
+/*
+ * The next record's t_mono and qualname only (nothing decoded). The
+ * qualname (not NUL-terminated; it may hold NUL) is valid until the next
+ * call.
  */
 lmc_status lmc_trace_reader_next_peek(lmc_trace_reader *r, double *t_mono, const char **qualname,
                                       size_t *qualname_len);
 
 /*
- * After lmc_trace_reader_next_peek returned LMC_OK: the integer argument
- * name of the record just peeked, into *value. Returns LMC_OK when it was
- * found; LMC_ERR_NOT_FOUND when the record has no argument of that name,
- * or it is not an integer; LMC_ERR_FORMAT when the record's args do not
- * decode; LMC_ERR_INVALID when no record is peeked (before the first
- * peek, after lmc_trace_reader_next, at the end). *value is set only on
- * LMC_OK. Decodes that one record's args, so it is meant for rare records
- * such as the recorder's dropped-count marker.
+ * The integer argument `name` of the record just returned (by any next
+ * call; the last one when the name repeats), read from its bytes without
+ * decoding the others. peek_u64_arg: LMC_OK with *value; LMC_ERR_NOT_FOUND
+ * when the record has no integer argument of that name; LMC_ERR_FORMAT when
+ * it is a negative integer; LMC_ERR_INVALID when no record is current
+ * (before the first, at the end). peek_int_arg is the same for a value that
+ * fits int64_t (LMC_ERR_NOT_FOUND for one above INT64_MAX).
  */
+lmc_status lmc_trace_reader_peek_u64_arg(lmc_trace_reader *r, const char *name, uint64_t *value);
 lmc_status lmc_trace_reader_peek_int_arg(lmc_trace_reader *r, const char *name, int64_t *value);
+
+/*
+ * The recorder's dropped-records marker (LMC_TRACE_DROPPED_QUALNAME), the
+ * record just returned: add its dropped_count, an unsigned 64-bit count, to
+ * *total (saturating). A negative or missing count is reported once and
+ * ignored, never wrapped around.
+ */
+void lmc_trace_reader_add_dropped_count(lmc_trace_reader *r, uint64_t *total);
 
 /* Counters so far. */
 uint64_t lmc_trace_reader_records(const lmc_trace_reader *r);   /* returned */
-uint64_t lmc_trace_reader_malformed(const lmc_trace_reader *r); /* skipped */
+uint64_t lmc_trace_reader_malformed(const lmc_trace_reader *r); /* frames skipped */
 bool lmc_trace_reader_truncated(const lmc_trace_reader *r);     /* tail was cut */
 
-/* Count the records of a file quickly (peek pass); for progress totals. */
+/*
+ * Count the records of a file (the next_peek pass), for progress totals.
+ * A path that is not a regular file (a pipe, /dev/stdin) cannot be read
+ * twice: LMC_ERR_UNSUPPORTED, *count 0, nothing read from it.
+ */
 lmc_status lmc_trace_count_records(const char *path, uint64_t *count, lmc_error *err);
 
 #endif

@@ -69,7 +69,8 @@ static void warn_write(lmc_trace_recorder *r, int errnum, size_t lost)
     if (now - r->last_write_warning_ms < 1000 && r->last_write_warning_ms != 0)
         return;
     r->last_write_warning_ms = now;
-    LMC_WARN(LOG_COMP, "trace recorder: write failed (%s); dropping %zu record(s), %llu dropped so "
+    LMC_WARN(LOG_COMP,
+             "trace recorder: write failed (%s); dropping %zu record(s), %llu dropped so "
              "far",
              strerror(errnum), lost, (unsigned long long)r->dropped);
 }
@@ -205,8 +206,8 @@ void lmc_trace_recorder_attach_config(lmc_trace_recorder *r, const char *config_
                                       const char *digest_hex)
 {
     pthread_mutex_lock(&r->mu);
-    if (!r->closed && !r->header_written && append_header_locked(r, config_json, digest_hex) ==
-                                                 LMC_OK)
+    if (!r->closed && !r->header_written &&
+        append_header_locked(r, config_json, digest_hex) == LMC_OK)
         flush_locked(r);
     pthread_mutex_unlock(&r->mu);
 }
@@ -227,8 +228,8 @@ static void append_record_locked(lmc_trace_recorder *r, const char *qualname,
     if (t_mono < 0)
         t_mono = 0;
     lmc_error err;
-    if (lmc_trace_encode_record(&r->batch, t_mono, t_wall, qualname, strlen(qualname), args,
-                                nargs, &err) != LMC_OK) {
+    if (lmc_trace_encode_record(&r->batch, t_mono, t_wall, qualname, strlen(qualname), args, nargs,
+                                &err) != LMC_OK) {
         r->dropped++;
         LMC_WARN(LOG_COMP, "trace recorder: failed to encode record (qualname=%s); dropping: %s",
                  qualname, err.msg);
@@ -330,8 +331,7 @@ static const lmc_event_subscription subscriptions[] = {
 
 lmc_event_subscriber lmc_trace_recorder_subscriber(lmc_trace_recorder *r)
 {
-    lmc_event_subscriber s = {.subs = subscriptions, .n_subs = 1, .shutdown = on_shutdown,
-                              .ud = r};
+    lmc_event_subscriber s = {.subs = subscriptions, .n_subs = 1, .shutdown = on_shutdown, .ud = r};
     return s;
 }
 
@@ -370,9 +370,8 @@ void lmc_trace_recorder_close(lmc_trace_recorder *r)
         lmc_trace_arg arg = {"dropped_count", 13, n};
         lmc_error err;
         if (lmc_trace_encode_record(&r->batch, lmc_mono_s() - r->t_mono_start, lmc_wall_s(),
-                                    LMC_TRACE_DROPPED_QUALNAME,
-                                    strlen(LMC_TRACE_DROPPED_QUALNAME), &arg, 1,
-                                    &err) == LMC_OK) {
+                                    LMC_TRACE_DROPPED_QUALNAME, strlen(LMC_TRACE_DROPPED_QUALNAME),
+                                    &arg, 1, &err) == LMC_OK) {
             /* Not a traced call: batch_records stays 0, so it is not counted. */
             flush_locked(r);
         }

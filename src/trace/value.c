@@ -4,10 +4,14 @@
  *
  * Owns: lmc_arena, a bump allocator over a list of malloc'd blocks. A
  * decoded record's values all come from one arena that is reset for the
- * next record; reset keeps the largest block so that steady-state decoding
- * does not touch malloc at all. Requests larger than a quarter of the block
- * size get a block of their own, linked behind the current one, so one big
- * list does not waste the rest of the block small values are bumping in.
+ * next record; reset keeps the largest block of a normal size so that
+ * steady-state decoding does not touch malloc at all, and frees the rest
+ * (a record that needed hundreds of MiB does not keep them). Requests
+ * larger than a quarter of the block size get a block of their own, linked
+ * behind the current one, so one big list does not waste the rest of the
+ * block small values are bumping in. An optional limit bounds the bytes the
+ * blocks hold at once: the trace reader sets it per record, so a hostile
+ * record cannot make decoding take more than a small multiple of its size.
  *
  * Also the repr() helpers that error messages use to quote paths, magics
  * and values the way LMCache (Python) prints them.
@@ -24,6 +28,7 @@
 #include <string.h>
 
 #include "core/escape.h"
+#include "core/text.h"
 #include "trace/codec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -51,6 +56,9 @@ static unsigned char *block_data(lmc_arena_block *b)
 void lmc_arena_init(lmc_arena *a, size_t block_size)
 {
     a->head = NULL;
+    a->limit = 0;
+    a->held = 0;
+    a->over_limit = false;
     if (block_size == 0)
         block_size = ARENA_DEFAULT_BLOCK;
     if (block_size < ARENA_MIN_BLOCK)
@@ -58,17 +66,27 @@ void lmc_arena_init(lmc_arena *a, size_t block_size)
     a->block_size = (block_size + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
 }
 
-static lmc_arena_block *block_new(size_t cap)
+static lmc_arena_block *block_new(lmc_arena *a, size_t cap)
 {
     if (cap > SIZE_MAX - BLOCK_HDR)
         return NULL;
+    if (a->limit != 0 && (cap > a->limit || a->held > a->limit - cap)) {
+        a->over_limit = true;
+        return NULL;
+    }
     lmc_arena_block *b = malloc(BLOCK_HDR + cap);
     if (b == NULL)
         return NULL;
     b->next = NULL;
     b->cap = cap;
     b->used = 0;
+    a->held += cap;
     return b;
+}
+
+void lmc_arena_set_limit(lmc_arena *a, size_t limit)
+{
+    a->limit = limit;
 }
 
 void *lmc_arena_alloc(lmc_arena *a, size_t n)
@@ -85,7 +103,7 @@ void *lmc_arena_alloc(lmc_arena *a, size_t n)
     }
     if (h != NULL && n > a->block_size / 4) {
         /* A big request: its own block, behind the head, which keeps serving. */
-        lmc_arena_block *b = block_new(n);
+        lmc_arena_block *b = block_new(a, n);
         if (b == NULL)
             return NULL;
         b->used = n;
@@ -93,7 +111,7 @@ void *lmc_arena_alloc(lmc_arena *a, size_t n)
         h->next = b;
         return block_data(b);
     }
-    lmc_arena_block *b = block_new(n > a->block_size ? n : a->block_size);
+    lmc_arena_block *b = block_new(a, n > a->block_size ? n : a->block_size);
     if (b == NULL)
         return NULL;
     b->used = n;
@@ -106,7 +124,7 @@ void lmc_arena_reset(lmc_arena *a)
 {
     lmc_arena_block *keep = NULL;
     for (lmc_arena_block *b = a->head; b != NULL; b = b->next) {
-        if (keep == NULL || b->cap > keep->cap)
+        if (b->cap <= 4 * a->block_size && (keep == NULL || b->cap > keep->cap))
             keep = b;
     }
     lmc_arena_block *b = a->head;
@@ -121,6 +139,8 @@ void lmc_arena_reset(lmc_arena *a)
         keep->next = NULL;
     }
     a->head = keep;
+    a->held = keep != NULL ? keep->cap : 0;
+    a->over_limit = false;
 }
 
 void lmc_arena_free(lmc_arena *a)
@@ -132,26 +152,19 @@ void lmc_arena_free(lmc_arena *a)
         b = next;
     }
     a->head = NULL;
+    a->held = 0;
 }
 
 /* ---------------------------------------------------------------------- */
 /* Formatting                                                              */
 /* ---------------------------------------------------------------------- */
 
-/* A bounded writer that keeps counting past the end, like snprintf. */
-typedef struct out {
-    char *buf;
-    size_t cap;
-    size_t pos;
-} out;
+/* A bounded writer that keeps counting past the end, like snprintf (core/text.h). */
+typedef lmc_bounded out;
 
 static void put(out *o, const char *s, size_t n)
 {
-    if (o->cap > 0 && o->pos < o->cap - 1) {
-        size_t room = o->cap - 1 - o->pos;
-        memcpy(o->buf + o->pos, s, n < room ? n : room);
-    }
-    o->pos += n;
+    lmc_bounded_put(o, s, n);
 }
 
 static void puts_(out *o, const char *s)
@@ -173,9 +186,7 @@ static void putf(out *o, const char *fmt, ...)
 
 static size_t finish(out *o)
 {
-    if (o->cap > 0)
-        o->buf[o->pos < o->cap ? o->pos : o->cap - 1] = '\0';
-    return o->pos;
+    return lmc_bounded_finish(o);
 }
 
 /*
@@ -385,6 +396,9 @@ static void put_tv(out *o, const lmc_tv *v, int depth)
         return;
     case LMC_TV_INT:
         putf(o, "%" PRId64, v->u.i);
+        return;
+    case LMC_TV_UINT:
+        putf(o, "%" PRIu64, v->u.u);
         return;
     case LMC_TV_FLOAT:
         put_float(o, v->u.f);

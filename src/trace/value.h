@@ -26,7 +26,8 @@
 typedef enum lmc_tv_kind {
     LMC_TV_NIL = 0,
     LMC_TV_BOOL,
-    LMC_TV_INT,
+    LMC_TV_INT,  /* an integer that fits int64: u.i */
+    LMC_TV_UINT, /* an integer above INT64_MAX (msgpack goes up to 2^64-1): u.u */
     LMC_TV_FLOAT,
     LMC_TV_STR,
     LMC_TV_BIN,
@@ -55,6 +56,7 @@ struct lmc_tv {
     union {
         bool b;
         int64_t i;
+        uint64_t u;
         double f;
         struct {
             const char *ptr; /* not NUL-terminated in general */
@@ -103,6 +105,16 @@ static inline lmc_tv lmc_tv_int(int64_t i)
     lmc_tv v = {.kind = LMC_TV_INT, .u.i = i};
     return v;
 }
+/* An integer >= 0 of any size: INT when it fits, else UINT (the decoder's rule). */
+static inline lmc_tv lmc_tv_uint(uint64_t u)
+{
+    lmc_tv v = {.kind = LMC_TV_INT, .u.i = (int64_t)u};
+    if (u > (uint64_t)INT64_MAX) {
+        v.kind = LMC_TV_UINT;
+        v.u.u = u;
+    }
+    return v;
+}
 static inline lmc_tv lmc_tv_float(double f)
 {
     lmc_tv v = {.kind = LMC_TV_FLOAT, .u.f = f};
@@ -128,13 +140,24 @@ typedef struct lmc_arena_block lmc_arena_block;
 typedef struct lmc_arena {
     lmc_arena_block *head; /* newest block */
     size_t block_size;
+    size_t limit;    /* 0: none; else the most bytes its blocks may hold at once */
+    size_t held;     /* bytes its blocks hold now */
+    bool over_limit; /* an allocation was refused by the limit since the last reset */
 } lmc_arena;
 
 void lmc_arena_init(lmc_arena *a, size_t block_size);
-/* 16-byte aligned memory valid until reset/free; NULL when out of memory. */
+/*
+ * 16-byte aligned memory valid until reset/free; NULL when out of memory or
+ * when it would take the blocks past the limit (over_limit then says so).
+ */
 void *lmc_arena_alloc(lmc_arena *a, size_t n);
-/* Forget everything allocated (keeps one block for reuse). */
+/*
+ * Forget everything allocated. Keeps one block of at most 4 times the block
+ * size for reuse, so one huge record does not pin its memory afterwards.
+ */
 void lmc_arena_reset(lmc_arena *a);
+/* Bound what the arena holds at once (0: no bound); takes effect from the next allocation. */
+void lmc_arena_set_limit(lmc_arena *a, size_t limit);
 void lmc_arena_free(lmc_arena *a);
 
 /*

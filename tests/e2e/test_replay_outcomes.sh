@@ -8,25 +8,7 @@
 # the host's timing.
 # Usage: test_replay_outcomes.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
-# A number from a JSON file: json_get FILE 'r["a"]["b"]'
-json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$(dirname "$0")/lib.sh" "$@"
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
 SM="--l1-size-gb 0.1 --eviction-policy LRU"

@@ -4,24 +4,7 @@
 # garbage, and leave readable traces after SIGTERM and kill -9.
 # Usage: test_server.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
 start_server() { # port log trace extra-args...
     local port=$1 log=$2 trace=$3

@@ -5,19 +5,7 @@
 # bench server` (Mooncake workload), replayed with 0 failed records.
 # Usage: test_trace_tools.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 # expect_eq description got want
 expect_eq() { [ "$2" = "$3" ]; expect "$1 (got '$2', want '$3')" $?; }
 
@@ -190,25 +178,7 @@ expect_eq "slice of a bad file exits 1" $? 1
 
 # --- slice: a trace recorded by lmcache server ----------------------------------
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
-PORT=$(free_port)
-"$LMCACHE" server --port "$PORT" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
-    --trace-level storage --trace-output "$T/rec.lct" 2> "$T/server.log" &
-SERVER=$!
-PIDS+=("$SERVER")
-for _ in $(seq 1 100); do
-    grep -q "listening on" "$T/server.log" 2>/dev/null && break
-    sleep 0.1
-done
-"$LMCACHE" bench server --port "$PORT" --trace "$MOONCAKE" --max-requests 100 --time-scale 0.01 \
-    --concurrency 2 --bytes-per-token 16 > /dev/null 2>&1
-expect "bench server drives the recording server" $?
-kill -TERM "$SERVER"
-wait "$SERVER"
-expect "the recording server stops cleanly" $?
+record_mooncake "$T/rec.lct" 100 --l1-size-gb 0.03 --eviction-policy LRU
 
 dur=$("$LMCACHE" trace info "$T/rec.lct" | sed -n 's/^  duration: *\([0-9.]*\)s$/\1/p')
 total=$("$LMCACHE" trace info "$T/rec.lct" | sed -n 's/^  total_records: *//p')

@@ -701,6 +701,8 @@ static void test_help_lists_each_flag_once_with_defaults_aligned(void **state)
                            "--eviction-policy",
                            "--eviction-trigger-watermark",
                            "--eviction-ratio",
+                           "--enable-extra-logging",
+                           "--extra-logging-interval",
                            "--l2-store-policy",
                            "--l2-prefetch-policy",
                            "--l2-prefetch-max-in-flight",
@@ -749,34 +751,88 @@ static void test_help_shows_defaults(void **state)
 /* JSON tree, digest, copy                                                  */
 /* ------------------------------------------------------------------------ */
 
+/*
+ * LMCache's newest StorageManagerConfig (spec/storage-manager.md section
+ * 11.1): l1_manager_config with tag "_default" and a copy of
+ * eviction_config, l1_manager_configs holding a copy of l1_manager_config,
+ * prefetch_load_timeout null. The texts were derived independently: the
+ * dataclasses written out in Python from that section, built from the same
+ * flags, through dataclasses.asdict and json.dumps(sort_keys=True)
+ * (docs/trace-format.md, "Config JSON and digest").
+ */
 static const char MINIMAL_JSON[] =
     "{\"eviction_config\": {\"eviction_policy\": \"LRU\", \"eviction_ratio\": 0.2, "
     "\"extra_logging_enabled\": false, \"extra_logging_interval\": 10.0, "
     "\"trigger_watermark\": 0.8}, "
-    "\"l1_manager_config\": {\"gds_l1_config\": null, \"memory_config\": {\"align_bytes\": 4096, "
-    "\"devdax_path\": null, \"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, "
-    "\"shm_name\": \"\", \"size_in_bytes\": 1073741824, \"use_hugepages\": false, "
-    "\"use_lazy\": true}, \"read_ttl_seconds\": 300, \"write_ttl_seconds\": 600}, "
+    "\"l1_manager_config\": {\"eviction\": {\"eviction_policy\": \"LRU\", "
+    "\"eviction_ratio\": 0.2, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, \"shm_name\": \"\", "
+    "\"size_in_bytes\": 1073741824, \"use_hugepages\": false, \"use_lazy\": true}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}, "
+    "\"l1_manager_configs\": [{\"eviction\": {\"eviction_policy\": \"LRU\", "
+    "\"eviction_ratio\": 0.2, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, \"shm_name\": \"\", "
+    "\"size_in_bytes\": 1073741824, \"use_hugepages\": false, \"use_lazy\": true}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}], "
     "\"l2_adapter_config\": {\"adapters\": []}, \"periodic_notifier_interval_ms\": 5, "
-    "\"prefetch_max_in_flight\": 8, \"prefetch_policy\": \"default\", "
-    "\"store_policy\": \"default\"}";
+    "\"prefetch_load_timeout\": null, \"prefetch_max_in_flight\": 8, "
+    "\"prefetch_policy\": \"default\", \"store_policy\": \"default\"}";
 static const char MINIMAL_DIGEST[] =
-    "6ee82434dbdf9f96384a41e103e2114e3949d4253156cb7ef4b54f642c4753a6";
+    "0e4c123a0549193e04b99af53317c7bd2a8ec20d582574a4b9ca89d41b0631af";
 
 static const char FULL_JSON[] =
     "{\"eviction_config\": {\"eviction_policy\": \"ARC\", \"eviction_ratio\": 0.25, "
     "\"extra_logging_enabled\": false, \"extra_logging_interval\": 10.0, "
     "\"trigger_watermark\": 0.8}, "
-    "\"l1_manager_config\": {\"gds_l1_config\": null, \"memory_config\": {\"align_bytes\": 4096, "
-    "\"devdax_path\": null, \"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, "
-    "\"shm_name\": \"pool\", \"size_in_bytes\": 1610612736, \"use_hugepages\": false, "
-    "\"use_lazy\": false}, \"read_ttl_seconds\": 300, \"write_ttl_seconds\": 600}, "
+    "\"l1_manager_config\": {\"eviction\": {\"eviction_policy\": \"ARC\", "
+    "\"eviction_ratio\": 0.25, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, \"shm_name\": \"pool\", "
+    "\"size_in_bytes\": 1610612736, \"use_hugepages\": false, \"use_lazy\": false}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}, "
+    "\"l1_manager_configs\": [{\"eviction\": {\"eviction_policy\": \"ARC\", "
+    "\"eviction_ratio\": 0.25, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 1073741824, \"shm_name\": \"pool\", "
+    "\"size_in_bytes\": 1610612736, \"use_hugepages\": false, \"use_lazy\": false}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}], "
     "\"l2_adapter_config\": {\"adapters\": [{\"max_size_gb\": 4, \"mock_bandwidth_gb\": 10.0, "
     "\"type\": \"mock\"}]}, \"periodic_notifier_interval_ms\": 5, "
-    "\"prefetch_max_in_flight\": 8, \"prefetch_policy\": \"default\", "
-    "\"store_policy\": \"default\"}";
+    "\"prefetch_load_timeout\": null, \"prefetch_max_in_flight\": 8, "
+    "\"prefetch_policy\": \"default\", \"store_policy\": \"default\"}";
 static const char FULL_DIGEST[] =
-    "1073c05efef045ad48ec334a78eb2f1f46345e93957789ad89f55d700cb7818d";
+    "6b86c422afea429bd2e7c038b3ed490743c15b72703d4a92461c358b82afa232";
+
+/* `--l1-size-gb 0.0625 --eviction-policy LRU --shm-name ""`: byte for byte what LMCache writes. */
+static const char LMCACHE_JSON[] =
+    "{\"eviction_config\": {\"eviction_policy\": \"LRU\", \"eviction_ratio\": 0.2, "
+    "\"extra_logging_enabled\": false, \"extra_logging_interval\": 10.0, "
+    "\"trigger_watermark\": 0.8}, "
+    "\"l1_manager_config\": {\"eviction\": {\"eviction_policy\": \"LRU\", "
+    "\"eviction_ratio\": 0.2, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 67108864, \"shm_name\": \"\", "
+    "\"size_in_bytes\": 67108864, \"use_hugepages\": false, \"use_lazy\": true}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}, "
+    "\"l1_manager_configs\": [{\"eviction\": {\"eviction_policy\": \"LRU\", "
+    "\"eviction_ratio\": 0.2, \"extra_logging_enabled\": false, "
+    "\"extra_logging_interval\": 10.0, \"trigger_watermark\": 0.8}, \"gds_l1_config\": null, "
+    "\"memory_config\": {\"align_bytes\": 4096, \"devdax_path\": null, "
+    "\"devdax_size_in_bytes\": 0, \"init_size_in_bytes\": 67108864, \"shm_name\": \"\", "
+    "\"size_in_bytes\": 67108864, \"use_hugepages\": false, \"use_lazy\": true}, "
+    "\"read_ttl_seconds\": 300, \"tag\": \"_default\", \"write_ttl_seconds\": 600}], "
+    "\"l2_adapter_config\": {\"adapters\": []}, \"periodic_notifier_interval_ms\": 5, "
+    "\"prefetch_load_timeout\": null, \"prefetch_max_in_flight\": 8, "
+    "\"prefetch_policy\": \"default\", \"store_policy\": \"default\"}";
+static const char LMCACHE_DIGEST[] =
+    "661c3ec0547641894937c6c884da42e51529925cda0d3faaa29ed1f7dcc9aae0";
 
 static lmc_status parse_full(lmc_sm_config *cfg, lmc_error *err)
 {
@@ -799,6 +855,47 @@ static void test_to_json_of_minimal_config_matches_exactly(void **state)
     assert_string_equal(text, MINIMAL_JSON);
     free(text);
     lmc_json_free(tree);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_to_json_matches_lmcache_byte_for_byte(void **state)
+{
+    (void)state;
+    lmc_sm_config cfg;
+    lmc_error err;
+    assert_int_equal(
+        PARSE(&cfg, &err, "--l1-size-gb", "0.0625", "--eviction-policy", "LRU", "--shm-name", ""),
+        LMC_OK);
+    char *json = NULL;
+    char hex[65];
+    assert_int_equal(lmc_sm_config_digest(&cfg, &json, hex), LMC_OK);
+    assert_string_equal(json, LMCACHE_JSON);
+    assert_string_equal(hex, LMCACHE_DIGEST);
+    free(json);
+    lmc_sm_config_free(&cfg);
+}
+
+static void test_extra_logging_flags_go_into_both_eviction_configs(void **state)
+{
+    (void)state;
+    lmc_sm_config cfg;
+    lmc_error err;
+    assert_int_equal(
+        PARSE_REQ(&cfg, &err, "--enable-extra-logging", "--extra-logging-interval", "2.5"), LMC_OK);
+    lmc_json *tree = lmc_sm_config_to_json(&cfg);
+    assert_non_null(tree);
+    const lmc_json *evs[2] = {
+        lmc_json_object_get(tree, "eviction_config"),
+        lmc_json_object_get(lmc_json_object_get(tree, "l1_manager_config"), "eviction")};
+    for (int i = 0; i < 2; i++) {
+        assert_true(lmc_json_get_bool(lmc_json_object_get(evs[i], "extra_logging_enabled")));
+        assert_true(lmc_json_get_number(lmc_json_object_get(evs[i], "extra_logging_interval")) ==
+                    2.5);
+    }
+    lmc_json_free(tree);
+    lmc_sm_config_free(&cfg);
+    assert_int_equal(PARSE_REQ(&cfg, &err, "--extra-logging-interval", "0"), LMC_ERR_INVALID);
+    assert_string_equal(err.msg, "--extra-logging-interval: 0 is not a finite number > 0");
     lmc_sm_config_free(&cfg);
 }
 
@@ -1083,6 +1180,8 @@ int main(void)
         cmocka_unit_test(test_help_shows_defaults),
         cmocka_unit_test(test_to_json_of_minimal_config_matches_exactly),
         cmocka_unit_test(test_to_json_of_full_config_matches_exactly),
+        cmocka_unit_test(test_to_json_matches_lmcache_byte_for_byte),
+        cmocka_unit_test(test_extra_logging_flags_go_into_both_eviction_configs),
         cmocka_unit_test(test_to_json_clamps_init_size_to_l1_size),
         cmocka_unit_test(test_digest_matches_python_for_known_configs),
         cmocka_unit_test(test_digest_is_64_lowercase_hex_and_stable),

@@ -1159,6 +1159,30 @@ static void test_delete_repeated_key_deletes_once(void **state)
     assert_memcheck(f);
 }
 
+static void test_abort_write_drops_only_unfinished_reservations(void **state)
+{
+    fixture *f = *state;
+    put_ready(f, 0);                                                       /* finished */
+    assert_int_equal(reserve1(f, 1, LMC_WRITE_NEW, NULL), LMC_L1_SUCCESS); /* pending */
+    put_ready(f, 2);
+    assert_int_equal(reserve_read1(f, 2, 0, NULL), LMC_L1_SUCCESS); /* read-locked */
+    uint64_t before = used_bytes(f);
+    lmc_l1_error errs[4];
+    lmc_l1_abort_write(f->l1, f->keys, 4, errs);
+    assert_int_equal(errs[0], LMC_L1_KEY_IN_WRONG_STATE);
+    assert_int_equal(errs[1], LMC_L1_SUCCESS);
+    assert_int_equal(errs[2], LMC_L1_KEY_IN_WRONG_STATE);
+    assert_int_equal(errs[3], LMC_L1_KEY_NOT_EXIST);
+    assert_true(lmc_l1_contains(f->l1, &f->keys[0]));
+    assert_false(lmc_l1_contains(f->l1, &f->keys[1]));
+    assert_int_equal(read_locks(f, 2), 1);
+    assert_int_equal(used_bytes(f), before - SLOT); /* the slot, not the object, is freed */
+    /* Its finish_write then finds nothing to commit. */
+    assert_int_equal(finish_write1(f, 1), LMC_L1_KEY_NOT_EXIST);
+    lmc_l1_abort_write(f->l1, f->keys, 2, NULL);
+    assert_memcheck(f);
+}
+
 /* Four objects: 0 ready, 1 read-locked, 2 write-locked, 3 ready. */
 static void make_mixed_states(fixture *f)
 {
@@ -1990,6 +2014,7 @@ int main(void)
         T(test_temporary_object_with_expired_read_lock_stays_until_deleted),
         T(test_finish_write_and_reserve_read_transitions_atomically),
         T(test_finish_write_and_reserve_read_not_write_locked_is_in_wrong_state),
+        T(test_abort_write_drops_only_unfinished_reservations),
         T(test_delete_missing_key_is_not_exist),
         T(test_delete_read_locked_key_without_force_is_locked),
         T(test_delete_write_locked_key_without_force_is_locked),

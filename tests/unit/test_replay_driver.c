@@ -20,6 +20,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "helpers/sm_test_util.h"
+#include "helpers/trace_test_util.h"
 #include "l2/adapter.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
@@ -63,69 +64,7 @@ static bool logged(const log_capture *c, const char *needle)
 
 static lmc_sm_config config_of(const char *flags)
 {
-    char *copy = strdup(flags);
-    char *argv[32];
-    int argc = 0;
-    argv[argc++] = "t";
-    for (char *tok = strtok(copy, " "); tok && argc < 31; tok = strtok(NULL, " "))
-        argv[argc++] = tok;
-    lmc_sm_config cfg;
-    lmc_sm_config_init(&cfg);
-    lmc_error err;
-    if (lmc_sm_config_parse_all(&cfg, argc, argv, &err) != LMC_OK)
-        fail_msg("config: %s", err.msg);
-    free(copy);
-    return cfg;
-}
-
-/* A trace written frame by frame, with chosen t_mono values. */
-typedef struct writer {
-    msgpack_sbuffer buf;
-} writer;
-
-static void writer_begin(writer *w, int64_t schema)
-{
-    msgpack_sbuffer_init(&w->buf);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = schema;
-    h.t_mono_start = 100.0;
-    h.t_wall_start = 1700000000.0;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&w->buf, &h, NULL), LMC_OK);
-}
-
-static void writer_keys_record(writer *w, double t_mono, const char *qualname,
-                               const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
-                               const char *mode)
-{
-    lmc_tv items[16];
-    for (size_t i = 0; i < n; i++)
-        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
-    lmc_trace_arg args[3];
-    size_t na = 0;
-    args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
-    if (lay)
-        args[na++] = (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
-    if (mode)
-        args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
-    assert_int_equal(lmc_trace_encode_record(&w->buf, t_mono, 1700000000.0 + t_mono, qualname,
-                                             strlen(qualname), args, na, NULL),
-                     LMC_OK);
-}
-
-static void writer_end(writer *w, const char *path)
-{
-    FILE *f = fopen(path, "wb");
-    assert_non_null(f);
-    assert_int_equal(fwrite(w->buf.data, 1, w->buf.size, f), w->buf.size);
-    fclose(f);
-    msgpack_sbuffer_destroy(&w->buf);
+    return sm_test_config(flags, NULL);
 }
 
 /* A small trace of reserve_write + finish_write of 2 keys, `gap` seconds apart. */
@@ -134,11 +73,11 @@ static void write_store_trace(const char *path, double gap, int64_t schema)
     lmc_object_key k[2];
     sm_test_keys(k, 2, 1);
     lmc_layout_desc lay = sm_test_layout(4096);
-    writer w;
-    writer_begin(&w, schema);
-    writer_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
-    writer_keys_record(&w, gap, P "finish_write", k, 2, NULL, NULL);
-    writer_end(&w, path);
+    tt_trace w;
+    tt_trace_begin(&w, schema);
+    tt_trace_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
+    tt_trace_keys_record(&w, gap, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_end(&w, path);
 }
 
 typedef struct fixture {
@@ -176,8 +115,7 @@ static lmc_status ok_handler(lmc_replay_ctx *ctx, const lmc_trace_record *rec, l
     return LMC_OK;
 }
 
-static lmc_status failing_handler(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
-                                  lmc_error *err)
+static lmc_status failing_handler(lmc_replay_ctx *ctx, const lmc_trace_record *rec, lmc_error *err)
 {
     (void)ctx;
     (void)rec;
@@ -209,9 +147,12 @@ static void test_default_dispatcher_has_exactly_the_six_qualnames(void **state)
     size_t n = lmc_dispatcher_qualnames(d, names, 6);
     assert_int_equal(n, 6);
     static const char *const expect[] = {
-        P "reserve_write",          P "finish_write",
-        P "submit_prefetch_task",   P "finish_read_prefetched",
-        P "read_prefetched_results.__enter__", P "read_prefetched_results.__exit__",
+        P "reserve_write",
+        P "finish_write",
+        P "submit_prefetch_task",
+        P "finish_read_prefetched",
+        P "read_prefetched_results.__enter__",
+        P "read_prefetched_results.__exit__",
     };
     for (size_t i = 0; i < 6; i++)
         assert_true(lmc_dispatcher_has(d, expect[i]));
@@ -740,6 +681,23 @@ static void test_reserve_and_finish_write_replay_with_matching_digest(void **sta
     lmc_sm_config_free(&cfg);
 }
 
+static void test_the_result_names_the_trace_by_its_file_digest(void **state)
+{
+    fixture *f = *state;
+    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    record_with_sm(f->path, flags, store_two);
+    lmc_sm_config cfg = config_of(flags);
+    lmc_replay_options opt = {.time_scale = 1.0};
+    lmc_replay_result res;
+    lmc_error err;
+    assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, &err), LMC_OK);
+    char want[LMC_TRACE_DIGEST_HEX_LEN + 1];
+    assert_int_equal(lmc_trace_file_digest(f->path, want, &err), LMC_OK);
+    assert_string_equal(res.trace_digest, want);
+    lmc_replay_result_free(&res);
+    lmc_sm_config_free(&cfg);
+}
+
 static char *g_fs_dir;
 
 static void full_prefetch_cycle(lmc_storage_manager *sm)
@@ -800,8 +758,8 @@ static void test_unknown_qualnames_are_skipped(void **state)
     lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_dispatcher *empty = lmc_dispatcher_create();
     counts c = {0};
-    lmc_replay_options opt = {.time_scale = 1.0, .dispatcher = empty, .on_record = count_records,
-                              .ud = &c};
+    lmc_replay_options opt = {
+        .time_scale = 1.0, .dispatcher = empty, .on_record = count_records, .ud = &c};
     lmc_replay_result res;
     lmc_log_set_level(LMC_LOG_ERROR);
     assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
@@ -936,15 +894,15 @@ static void write_cycle_trace(const char *path, int flip)
     if (flip >= 0)
         k[1].chunk_hash[flip] ^= 1;
     lmc_layout_desc lay = sm_test_layout(4096);
-    writer w;
-    writer_begin(&w, 2);
-    writer_keys_record(&w, 0.000, P "reserve_write", k, 2, &lay, "new");
-    writer_keys_record(&w, 0.001, P "finish_write", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.002, P "submit_prefetch_task", k, 2, &lay, NULL);
-    writer_keys_record(&w, 0.003, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.004, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.005, P "finish_read_prefetched", k, 2, NULL, NULL);
-    writer_end(&w, path);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.000, P "reserve_write", k, 2, &lay, "new");
+    tt_trace_keys_record(&w, 0.001, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.002, P "submit_prefetch_task", k, 2, &lay, NULL);
+    tt_trace_keys_record(&w, 0.003, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.004, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.005, P "finish_read_prefetched", k, 2, NULL, NULL);
+    tt_trace_end(&w, path);
 }
 
 typedef struct views {
@@ -1082,13 +1040,13 @@ static void test_a_reused_fs_base_path_turns_recorded_misses_into_l2_hits(void *
     assert_true(lmc_sm_wait_idle(sm, 5000));
     lmc_sm_destroy(sm);
     /* A trace that only reads them. */
-    writer w;
-    writer_begin(&w, 2);
-    writer_keys_record(&w, 0.000, P "submit_prefetch_task", k, 2, &lay, NULL);
-    writer_keys_record(&w, 0.050, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.051, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
-    writer_keys_record(&w, 0.052, P "finish_read_prefetched", k, 2, NULL, NULL);
-    writer_end(&w, f->path);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.000, P "submit_prefetch_task", k, 2, &lay, NULL);
+    tt_trace_keys_record(&w, 0.050, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.051, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.052, P "finish_read_prefetched", k, 2, NULL, NULL);
+    tt_trace_end(&w, f->path);
     lmc_sm_config cfg;
     lmc_sm_config_init(&cfg);
     assert_int_equal(lmc_sm_config_parse_all(&cfg, 7, argv, NULL), LMC_OK);
@@ -1143,6 +1101,174 @@ static void test_the_summary_names_the_config_fields_that_differ(void **state)
     lmc_replay_result_free(&res);
 }
 
+/* ---------------------------------------------------------------------- */
+/* Issue 13: counts as LMCache's, strict handler arguments, the time rule  */
+/* ---------------------------------------------------------------------- */
+
+/* A raw frame around hex body bytes. */
+static void writer_raw(tt_trace *w, const char *hex)
+{
+    size_t n = strlen(hex) / 2, j = 0;
+    uint8_t *body = malloc(n + 4);
+    for (const char *p = hex; p[0] && p[1]; p += 2) {
+        if (*p == ' ') {
+            p--;
+            continue;
+        }
+        unsigned v;
+        sscanf(p, "%2x", &v);
+        body[4 + j++] = (uint8_t)v;
+    }
+    body[0] = (uint8_t)(j >> 24);
+    body[1] = (uint8_t)(j >> 16);
+    body[2] = (uint8_t)(j >> 8);
+    body[3] = (uint8_t)j;
+    msgpack_sbuffer_write(&w->buf, (const char *)body, j + 4);
+    free(body);
+}
+
+/* A record of qualname with the given args, at t_mono. */
+static void writer_args(tt_trace *w, double t_mono, const char *qualname, size_t qlen,
+                        const lmc_trace_arg *args, size_t n)
+{
+    assert_int_equal(lmc_trace_encode_record(&w->buf, t_mono, 1700000000.0 + t_mono, qualname, qlen,
+                                             args, n, NULL),
+                     LMC_OK);
+}
+
+static lmc_replay_result replay_quietly(const char *path, double scale, log_capture *logs)
+{
+    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_replay_options opt = {.time_scale = scale};
+    lmc_replay_result res;
+    if (logs != NULL)
+        lmc_log_set_sink(capture_sink, logs);
+    assert_int_equal(lmc_replay_run(&cfg, path, &opt, &res, NULL), LMC_OK);
+    lmc_log_set_sink(NULL, NULL);
+    lmc_sm_config_free(&cfg);
+    return res;
+}
+
+static void test_malformed_frames_are_counted_apart_from_skipped_records(void **state)
+{
+    fixture *f = *state;
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 1);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
+    /* malformed: t_mono is a str, then trailing bytes after a whole record */
+    writer_raw(&w,
+               "84 a6745f6d6f6e6f a178 a6745f77616c6c 01 a87175616c6e616d65 a171 a461726773 80");
+    writer_raw(&w,
+               "84 a6745f6d6f6e6f 01 a6745f77616c6c 01 a87175616c6e616d65 a171 a461726773 80 c0");
+    /* a record whose args do not decode (an unknown codec tag): skipped, as LMCache skips it */
+    writer_raw(&w, "84 a6745f6d6f6e6f 01 a6745f77616c6c 01 a87175616c6e616d65 d942"
+                   "6c6d63616368652e76312e64697374726962757465642e73746f726167655f6d616e616765722e5"
+                   "3746f726167654d616e616765722e66696e6973685f7772697465"
+                   " a461726773 81 a46b657973 82 a55f5f745f5f a44e6f7065 a176 01");
+    /* no handler */
+    tt_trace_keys_record(&w, 0.0, "lmcache.v1.some.future.Op.call", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, 0.0, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_end(&w, f->path);
+    log_capture logs = {0};
+    lmc_replay_result res = replay_quietly(f->path, 1.0, &logs);
+    assert_int_equal(res.replayed, 2);
+    assert_int_equal(res.skipped, 2);
+    assert_int_equal(res.malformed, 2);
+    assert_int_equal(res.failed, 0);
+    assert_true(logged(&logs, "failed to decode args for " P "finish_write; skipping"));
+    assert_true(logged(&logs, "unknown tag 'Nope'"));
+    assert_true(logged(&logs, "no handler for qualname 'lmcache.v1.some.future.Op.call'"));
+    lmc_replay_result_free(&res);
+}
+
+static void test_a_qualname_holding_nul_matches_no_handler(void **state)
+{
+    fixture *f = *state;
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 1);
+    lmc_tv item = {.kind = LMC_TV_OBJECT_KEY, .u.key = &k[0]};
+    lmc_trace_arg args[1] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {&item, 1}}}};
+    static const char q[] = P "finish_write\0evil";
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    writer_args(&w, 0.0, q, sizeof(q) - 1, args, 1);
+    tt_trace_end(&w, f->path);
+    log_capture logs = {0};
+    lmc_replay_result res = replay_quietly(f->path, 1.0, &logs);
+    assert_int_equal(res.replayed, 0);
+    assert_int_equal(res.skipped, 1);
+    assert_true(logged(&logs, "no handler for qualname '" P "finish_write\\x00evil'"));
+    lmc_replay_result_free(&res);
+}
+
+static void test_handler_arguments_are_as_strict_as_python_keywords(void **state)
+{
+    fixture *f = *state;
+    lmc_object_key k[1];
+    sm_test_keys(k, 1, 1);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    lmc_tv item = {.kind = LMC_TV_OBJECT_KEY, .u.key = &k[0]};
+    lmc_tv keys = {.kind = LMC_TV_LIST, .u.list = {&item, 1}};
+    lmc_tv layout = {.kind = LMC_TV_LAYOUT, .u.layout = &lay};
+    char long_id[1001];
+    memset(long_id, 'r', 1000);
+    long_id[1000] = '\0';
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    lmc_trace_arg no_mode[2] = {{"keys", 4, keys}, {"layout_desc", 11, layout}};
+    writer_args(&w, 0.0, P "reserve_write", strlen(P "reserve_write"), no_mode, 2);
+    lmc_trace_arg extra[2] = {{"keys", 4, keys}, {"bogus", 5, lmc_tv_int(1)}};
+    writer_args(&w, 0.0, P "finish_write", strlen(P "finish_write"), extra, 2);
+    lmc_trace_arg nul_id[3] = {{"keys", 4, keys},
+                               {"layout_desc", 11, layout},
+                               {"external_request_id", 19, lmc_tv_str("a\0b", 3)}};
+    writer_args(&w, 0.0, P "submit_prefetch_task", strlen(P "submit_prefetch_task"), nul_id, 3);
+    lmc_trace_arg long_ok[3] = {{"keys", 4, keys},
+                                {"layout_desc", 11, layout},
+                                {"external_request_id", 19, lmc_tv_str(long_id, 1000)}};
+    writer_args(&w, 0.0, P "submit_prefetch_task", strlen(P "submit_prefetch_task"), long_ok, 3);
+    tt_trace_end(&w, f->path);
+    log_capture logs = {0};
+    lmc_replay_result res = replay_quietly(f->path, 1.0, &logs);
+    assert_int_equal(res.failed, 3);
+    assert_int_equal(res.replayed, 1); /* the 1000-character request id is kept whole */
+    assert_true(logged(&logs, "reserve_write: missing required argument 'mode'"));
+    assert_true(logged(&logs, "finish_write: unexpected argument 'bogus'"));
+    assert_true(logged(&logs, "argument 'external_request_id' holds a NUL byte"));
+    lmc_replay_result_free(&res);
+}
+
+static void test_impossible_times_never_stall_the_replay(void **state)
+{
+    fixture *f = *state;
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 1);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    tt_trace w;
+    tt_trace_begin(&w, 2);
+    tt_trace_keys_record(&w, 0.0, P "reserve_write", k, 2, &lay, "new");
+    tt_trace_keys_record(&w, 1e9, P "finish_write", k, 2, NULL, NULL); /* a flipped exponent bit */
+    tt_trace_keys_record(&w, 0.01, P "reserve_write", k, 2, &lay, "all");
+    tt_trace_keys_record(&w, 1e300, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, INFINITY, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_keys_record(&w, -5.0, P "finish_write", k, 2, NULL, NULL);
+    tt_trace_end(&w, f->path);
+    log_capture logs = {0};
+    uint64_t t0 = lmc_mono_ns();
+    /* At scale 1e-3 each capped gap (a minute) is 60 ms. */
+    lmc_replay_result res = replay_quietly(f->path, 1e-3, &logs);
+    double elapsed = (double)(lmc_mono_ns() - t0) / 1e9;
+    assert_true(elapsed < 10.0);
+    assert_int_equal(res.replayed, 6);
+    assert_true(logged(&logs, "has t_mono 1.000e+09"));
+    assert_true(logged(&logs, "which is not a finite number"));
+    assert_true(logged(&logs, "the time rule moved 4 record(s)"));
+    lmc_replay_result_free(&res);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1163,6 +1289,8 @@ int main(void)
         cmocka_unit_test(test_read_outcomes_name_why_keys_were_not_found),
         cmocka_unit_test_setup_teardown(test_reserve_and_finish_write_replay_with_matching_digest,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_result_names_the_trace_by_its_file_digest, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_full_prefetch_cycle_with_an_fs_adapter_replays, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_unknown_qualnames_are_skipped, setup, teardown),
@@ -1171,6 +1299,14 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pacing_honours_the_recorded_gap, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_scale_half_halves_the_gap, setup, teardown),
         cmocka_unit_test(test_time_scale_must_be_finite_and_positive),
+        cmocka_unit_test_setup_teardown(
+            test_malformed_frames_are_counted_apart_from_skipped_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_qualname_holding_nul_matches_no_handler, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_handler_arguments_are_as_strict_as_python_keywords,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_impossible_times_never_stall_the_replay, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_schema_1_traces_replay_with_a_cache_salt_warning,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_missing_trace_file_is_an_error_naming_it, setup,

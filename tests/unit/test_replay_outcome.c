@@ -97,6 +97,94 @@ static void test_finish_read_and_read_enter_reasons_by_code(void **state)
                      LMC_OC_FINISH_READ_other);
 }
 
+static void test_engine_store_reasons_by_code_and_state(void **state)
+{
+    (void)state;
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_SUCCESS, LMC_L1_STATE_ABSENT),
+                     LMC_OC_SUBMIT_PREFETCH_stored);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_OUT_OF_MEMORY, LMC_L1_STATE_ABSENT),
+                     LMC_OC_SUBMIT_PREFETCH_store_out_of_memory);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_KEY_NOT_WRITABLE, LMC_L1_STATE_WRITING),
+                     LMC_OC_SUBMIT_PREFETCH_store_write_locked);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_KEY_NOT_WRITABLE, LMC_L1_STATE_READY),
+                     LMC_OC_SUBMIT_PREFETCH_store_present);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_KEY_NOT_WRITABLE, LMC_L1_STATE_READ_LOCKED),
+                     LMC_OC_SUBMIT_PREFETCH_store_present);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_KEY_NOT_WRITABLE, LMC_L1_STATE_ABSENT),
+                     LMC_OC_SUBMIT_PREFETCH_store_other);
+    assert_int_equal(lmc_outcome_store_reason(LMC_L1_KEY_IS_LOCKED, LMC_L1_STATE_READY),
+                     LMC_OC_SUBMIT_PREFETCH_store_other);
+    /* Every engine row is one of submit_prefetch_task's, so a lookup's record carries them. */
+    for (size_t c = LMC_OC_SUBMIT_PREFETCH_hit_keys; c <= LMC_OC_SUBMIT_PREFETCH_store_other; c++)
+        assert_int_equal(lmc_outcome_counter_get(c)->op, LMC_TRACE_OP_SUBMIT_PREFETCH);
+}
+
+static void test_a_record_not_reissued_counts_apart_and_digests_its_keys(void **state)
+{
+    (void)state;
+    lmc_replay_outcome o;
+    lmc_replay_outcome_begin(&o, LMC_TRACE_OP_READ_ENTER, NULL, 5);
+    o.not_reissued = true;
+    o.keys_hash = 0x0123456789abcdefull;
+    lmc_replay_record_view rec = {
+        .index = 3, .qualname = Q "read_prefetched_results.__enter__", .outcome = &o};
+    char buf[512];
+    lmc_outcome_encode_record(buf, sizeof(buf), &rec);
+    assert_string_equal(buf, "3 " Q "read_prefetched_results.__enter__ not_reissued keys=5 "
+                             "kh=0123456789abcdef\n");
+    lmc_replay_totals t = {0};
+    lmc_replay_totals_add(&t, &o);
+    lmc_replay_outcome lookup;
+    lmc_replay_outcome_begin(&lookup, LMC_TRACE_OP_SUBMIT_PREFETCH, NULL, 10);
+    lookup.v[LMC_OC_SUBMIT_PREFETCH_l1_hits] = 6;
+    lookup.v[LMC_OC_SUBMIT_PREFETCH_hit_keys] = 6;
+    lookup.v[LMC_OC_SUBMIT_PREFETCH_stored] = 3;
+    lookup.v[LMC_OC_SUBMIT_PREFETCH_store_present] = 1;
+    lmc_replay_totals_add(&t, &lookup);
+    /* Not a read of this replay: only its keys, for the recording's own hit rate. */
+    assert_int_equal(t.records[LMC_TRACE_OP_READ_ENTER], 0);
+    assert_int_equal(t.keys[LMC_TRACE_OP_READ_ENTER], 0);
+    assert_int_equal(t.not_reissued[LMC_TRACE_OP_READ_ENTER], 1);
+    assert_int_equal(t.not_reissued_keys[LMC_TRACE_OP_READ_ENTER], 5);
+    lmc_replay_figures f = lmc_replay_figures_of(&t);
+    assert_int_equal(f.recorded_reads, 0);
+    assert_int_equal(f.not_reissued_records, 1);
+    assert_true(f.recorded_hit_rate == 0.5);
+    assert_true(f.engine_hit_rate == 0.6);
+    assert_int_equal(f.engine_hit_keys, 6);
+    assert_int_equal(f.engine_stored_keys, 3);
+    assert_int_equal(f.engine_refused_keys, 1);
+}
+
+static void test_the_found_part_of_a_prefetch_from_its_handle_and_bitmap(void **state)
+{
+    (void)state;
+    uint32_t l1[] = {0, 1, 3};
+    lmc_prefetch_handle h = {.prefetch_request_id = 7,
+                             .l1_found_indices = l1,
+                             .l1_found_count = 3,
+                             .total_requested_keys = 6};
+    lmc_replay_outcome o;
+    lmc_replay_outcome_begin(&o, LMC_TRACE_OP_SUBMIT_PREFETCH, NULL, 6);
+    o.pending = true;
+    /* Only the L1 hits known: the prefix is their leading run. */
+    lmc_outcome_prefetch_finish(&o, &h, NULL, true);
+    assert_false(o.pending);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_found_prefix], 2);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_l2_hits], 0);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_missed], 3);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_unfinished], 1);
+    /* The found-key bitmap: keys 0-3 found (key 2 from L2), 4 and 5 missed. */
+    lmc_bitmap bm;
+    assert_int_equal(lmc_bitmap_init(&bm, 6, 4), LMC_OK);
+    lmc_outcome_prefetch_finish(&o, &h, &bm, false);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_found_prefix], 4);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_l2_hits], 1);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_missed], 2);
+    assert_int_equal(o.v[LMC_OC_SUBMIT_PREFETCH_unfinished], 0);
+    lmc_bitmap_free(&bm);
+}
+
 static void test_totals_and_figures_of_a_small_replay(void **state)
 {
     (void)state;
@@ -265,6 +353,9 @@ int main(void)
         cmocka_unit_test(test_counter_table_rows_of_one_op_are_contiguous_and_named),
         cmocka_unit_test(test_reserve_reasons_by_code_mode_and_state),
         cmocka_unit_test(test_finish_read_and_read_enter_reasons_by_code),
+        cmocka_unit_test(test_engine_store_reasons_by_code_and_state),
+        cmocka_unit_test(test_a_record_not_reissued_counts_apart_and_digests_its_keys),
+        cmocka_unit_test(test_the_found_part_of_a_prefetch_from_its_handle_and_bitmap),
         cmocka_unit_test(test_totals_and_figures_of_a_small_replay),
         cmocka_unit_test(test_canonical_record_line_has_no_timing),
         cmocka_unit_test(test_totals_line_lists_every_final_counter),

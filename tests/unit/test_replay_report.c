@@ -442,6 +442,7 @@ static void outcome_summary(lmc_replay_summary *s, lmc_op_stats *ops, lmc_replay
     s->outcome_digest = DIGEST_B;
     s->reported = 7;
     s->trace_path = "t.lct";
+    s->trace_digest = "06b05ab6733a618578af5f94892f3950";
     s->mode = "calls";
     s->pace = "realtime";
 }
@@ -465,13 +466,15 @@ static void test_json_has_every_documented_field(void **state)
         "outcome_digest", "outputs"};
     assert_keys(v, top, sizeof(top) / sizeof(top[0]));
     assert_string_equal(lmc_json_get_string(at(v, "schema"), NULL), "lmcache.trace_replay_result");
-    assert_int_equal(lmc_json_get_int(at(v, "schema_version")), 1);
+    assert_int_equal(lmc_json_get_int(at(v, "schema_version")), 2);
     assert_string_equal(lmc_json_get_string(at(at(v, "tool"), "name"), NULL), "lmcache");
     assert_string_equal(lmc_json_get_string(at(v, "status"), NULL), "complete");
     static const char *const trace[] = {
-        "path",          "level",  "format_version", "trace_schema_version",
-        "config_digest", "config", "span_s",         "records"};
+        "path",          "digest", "level",  "format_version", "trace_schema_version",
+        "config_digest", "config", "span_s", "records"};
     assert_keys(at(v, "trace"), trace, sizeof(trace) / sizeof(trace[0]));
+    assert_string_equal(lmc_json_get_string(at(at(v, "trace"), "digest"), NULL),
+                        "06b05ab6733a618578af5f94892f3950");
     static const char *const records[] = {"reported", "replayed",         "skipped",  "malformed",
                                           "failed",   "recorder_dropped", "truncated"};
     assert_keys(at(at(v, "trace"), "records"), records, sizeof(records) / sizeof(records[0]));
@@ -591,6 +594,57 @@ static void test_table_says_plainly_how_many_recorded_hits_were_lost(void **stat
     free(text);
 }
 
+static void test_engine_table_shows_its_hit_rate_beside_the_recordings(void **state)
+{
+    (void)state;
+    lmc_replay_summary s;
+    lmc_op_stats ops[2];
+    lmc_replay_totals t;
+    outcome_summary(&s, ops, &t);
+    /* Mode engine: 10 lookups served, the recorded reads not reissued. */
+    t.records[LMC_TRACE_OP_READ_ENTER] = 0;
+    t.keys[LMC_TRACE_OP_READ_ENTER] = 0;
+    t.not_reissued[LMC_TRACE_OP_READ_ENTER] = 12;
+    t.not_reissued_keys[LMC_TRACE_OP_READ_ENTER] = 60;
+    t.not_reissued[LMC_TRACE_OP_RESERVE_WRITE] = 3;
+    t.v[LMC_OC_SUBMIT_PREFETCH_hit_keys] = 90;
+    t.v[LMC_OC_SUBMIT_PREFETCH_read] = 90;
+    t.v[LMC_OC_SUBMIT_PREFETCH_stored] = 70;
+    t.v[LMC_OC_SUBMIT_PREFETCH_store_present] = 10;
+    t.v[LMC_OC_SUBMIT_PREFETCH_store_out_of_memory] = 30;
+    s.figures = lmc_replay_figures_of(&t);
+    s.mode = "engine";
+    char *text = lmc_replay_report_table(&s);
+    assert_non_null(text);
+    assert_row(text, "Mode", "engine (lookups served as requests)");
+    assert_row(text, "Records not reissued", "15");
+    assert_row(text, "Engine hit rate", "45.0% (90 of 200 keys)");
+    assert_row(text, "Recorded hit rate", "30.0% (the recording's own)");
+    assert_row(text, "Requests", "10");
+    assert_row(text, "Keys read", "90");
+    assert_row(text, "Keys stored", "70");
+    assert_row(text, "Stores refused (keys)", "40 of 110");
+    assert_row(text, "  refused, present", "10");
+    assert_row(text, "  refused, out_of_memory", "30");
+    assert_row(text, "Chunk hit rate", "50.0% (100 of 200 keys)");
+    /* Mode calls' comparison with the recorded reads does not apply. */
+    assert_null(strstr(text, "Recorded hits still hit"));
+    assert_null(strstr(text, "Reservations refused"));
+    assert_null(strstr(text, "\nnote: "));
+    free(text);
+    /* The result JSON says which mode it is, with the same figures. */
+    text = lmc_replay_report_json(&s);
+    lmc_json *v = NULL;
+    assert_int_equal(lmc_json_parse(text, strlen(text), &v, NULL), LMC_OK);
+    assert_string_equal(lmc_json_get_string(at(v, "mode"), NULL), "engine");
+    const lmc_json *fig = at(at(v, "outcomes"), "figures");
+    assert_true(lmc_json_get_number(at(fig, "engine_hit_rate")) == 0.45);
+    assert_true(lmc_json_get_number(at(fig, "recorded_hit_rate")) == 0.3);
+    assert_int_equal(lmc_json_get_int(at(fig, "not_reissued_records")), 15);
+    lmc_json_free(v);
+    free(text);
+}
+
 static void test_table_names_the_config_fields_that_differ(void **state)
 {
     (void)state;
@@ -664,6 +718,7 @@ int main(void)
         cmocka_unit_test(test_json_has_every_documented_field),
         cmocka_unit_test(test_json_config_without_a_header_digest_matches_nothing),
         cmocka_unit_test(test_table_says_plainly_how_many_recorded_hits_were_lost),
+        cmocka_unit_test(test_engine_table_shows_its_hit_rate_beside_the_recordings),
         cmocka_unit_test(test_table_names_the_config_fields_that_differ),
         cmocka_unit_test(test_table_says_when_the_replay_fell_behind_and_what_lateness_is),
         cmocka_unit_test(test_table_of_an_interrupted_replay_says_it_is_partial),

@@ -88,22 +88,24 @@ typedef struct recorder {
     uint64_t bytes;
 } recorder;
 
-static void rec_to(void *ctx, size_t chunk, const lmc_memory_obj *obj)
+static lmc_status rec_to(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err)
 {
     recorder *r = ctx;
-    (void)chunk;
+    (void)chunk, (void)err;
     memset(obj->data, 0x5a, obj->size);
     r->to++;
     r->bytes += obj->size;
+    return LMC_OK;
 }
 
-static void rec_from(void *ctx, size_t chunk, const lmc_memory_obj *obj)
+static lmc_status rec_from(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err)
 {
     recorder *r = ctx;
-    (void)chunk;
+    (void)chunk, (void)err;
     for (uint64_t i = 0; i < obj->size; i++)
         assert_int_equal(obj->data[i], 0x5a);
     r->from++;
+    return LMC_OK;
 }
 
 static void test_lookup_of_an_empty_cache_finds_nothing(void **state)

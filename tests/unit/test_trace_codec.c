@@ -206,13 +206,21 @@ static void test_ints_round_trip_at_every_boundary(void **state)
     }
 }
 
-static void test_uint64_above_int64_max_is_a_format_error(void **state)
+static void test_uint64_above_int64_max_decodes_as_uint_and_round_trips(void **state)
 {
+    /* msgpack (and LMCache) take integers up to 2^64-1. */
     uint8_t bytes[] = {0xcf, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff};
     lmc_tv out;
-    lmc_error err;
-    assert_int_equal(tt_decode(bytes, sizeof(bytes), arena(state), &out, &err), LMC_ERR_FORMAT);
-    assert_msg_contains(&err, "does not fit in int64");
+    assert_int_equal(tt_decode(bytes, sizeof(bytes), arena(state), &out, NULL), LMC_OK);
+    assert_int_equal(out.kind, LMC_TV_UINT);
+    assert_true(out.u.u == UINT64_MAX);
+    assert_encodes_to(&out, "cf ffffffffffffffff");
+    lmc_tv edge = lmc_tv_uint((uint64_t)INT64_MAX + 1);
+    lmc_tv back = tt_round_trip(&edge, arena(state));
+    assert_int_equal(back.kind, LMC_TV_UINT);
+    assert_true(back.u.u == (uint64_t)INT64_MAX + 1);
+    lmc_tv small = lmc_tv_uint(5); /* what fits int64 stays an INT */
+    assert_int_equal(small.kind, LMC_TV_INT);
 }
 
 static void test_floats_are_always_float64(void **state)
@@ -1241,8 +1249,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_ints_use_the_smallest_msgspec_form_at_every_boundary,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_ints_round_trip_at_every_boundary, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_uint64_above_int64_max_is_a_format_error, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_uint64_above_int64_max_decodes_as_uint_and_round_trips,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_floats_are_always_float64, setup, teardown),
         cmocka_unit_test_setup_teardown(test_float32_on_the_wire_decodes_as_float, setup, teardown),
         cmocka_unit_test_setup_teardown(test_str_lengths_use_fixstr_str8_str16, setup, teardown),

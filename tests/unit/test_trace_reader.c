@@ -16,11 +16,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "helpers/trace_test_util.h"
 #include "trace/codec.h"
 #include "trace/format.h"
 #include "trace/reader.h"
+#include "trace/recorder.h"
 
 #define QUAL(m) LMC_TRACE_QUALNAME_PREFIX m
 
@@ -386,7 +389,7 @@ static void test_peek_int_arg_reads_an_int_of_the_peeked_record(void **state)
     lmc_trace_reader_close(r);
 }
 
-static void test_peek_int_arg_of_a_record_whose_args_do_not_decode_is_a_format_error(void **state)
+static void test_peek_int_arg_reads_its_argument_even_when_others_do_not_decode(void **state)
 {
     msgpack_sbuffer sb;
     build_file(&sb, 0);
@@ -405,9 +408,10 @@ static void test_peek_int_arg_of_a_record_whose_args_do_not_decode_is_a_format_e
     const char *q;
     size_t qn;
     assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    /* Only the named argument is read (from the bytes): the bad key does not matter. */
     int64_t v = -1;
-    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i", &v), LMC_ERR_FORMAT);
-    assert_int_equal(v, -1);
+    assert_int_equal(lmc_trace_reader_peek_int_arg(r, "i", &v), LMC_OK);
+    assert_int_equal(v, 3);
     lmc_trace_reader_close(r);
 }
 
@@ -523,7 +527,7 @@ static void test_malformed_record_is_skipped_and_the_next_one_read(void **state)
     lmc_trace_reader_close(r);
 }
 
-static void test_record_with_an_unknown_tag_is_skipped(void **state)
+static void test_record_with_an_unknown_tag_is_a_record_whose_args_do_not_decode(void **state)
 {
     /* a record whose arg is {"__t__": "Nope", "v": 1} */
     static const char hex[] = "85 a474797065 a67265636f7264 a6745f6d6f6e6f 00 a6745f77616c6c 00"
@@ -540,10 +544,18 @@ static void test_record_with_an_unknown_tag_is_skipped(void **state)
     msgpack_sbuffer_destroy(&sb);
     lmc_trace_reader *r;
     assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    /* LMCache's reader yields it (msgspec does not look at codec tags); its replay skips it. */
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, "q");
+    assert_int_equal(rec.nargs, 0);
+    assert_non_null(rec.args_error);
+    assert_non_null(strstr(rec.args_error, "argument 'x': trace.codecs: unknown tag 'Nope'"));
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_null(rec.args_error);
     assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, 1);
-    assert_int_equal(tt_log_count_containing("unknown tag 'Nope'"), 1);
+    assert_int_equal(lmc_trace_reader_records(r), 2);
+    assert_int_equal(lmc_trace_reader_malformed(r), 0);
     lmc_trace_reader_close(r);
 }
 
@@ -950,7 +962,7 @@ static void test_a_truncated_key_list_is_reported_as_truncated(void **state)
     msgpack_sbuffer_destroy(&sb);
 }
 
-static void test_a_reader_skips_a_record_with_a_bad_key_naming_the_problem(void **state)
+static void test_a_record_with_a_bad_key_comes_back_naming_the_problem(void **state)
 {
     msgpack_sbuffer sb;
     put_header(&sb, "LMCT", 1, 2);
@@ -967,13 +979,204 @@ static void test_a_reader_skips_a_record_with_a_bad_key_naming_the_problem(void 
     msgpack_sbuffer_destroy(&sb);
     lmc_trace_reader *r;
     assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    /* The salt is only wrong for the codec: the record is one, its args do not decode. */
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_non_null(rec.args_error);
+    assert_non_null(
+        strstr(rec.args_error, "ObjectKey.cache_salt must not contain '/' (got 'a/b')"));
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_string_equal(rec.qualname, QUAL("finish_write"));
-    assert_int_equal(lmc_trace_reader_malformed(r), 1);
-    assert_int_equal(tt_log_count_containing("ObjectKey.cache_salt must not contain '/' (got "
-                                             "'a/b')"),
-                     1);
+    assert_int_equal(lmc_trace_reader_malformed(r), 0);
+    lmc_trace_reader_close(r);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Issue 13: one reader, LMCache's limits, pipes                           */
+/* ---------------------------------------------------------------------- */
+
+static void test_a_pipe_streams_in_one_pass(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 50);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        close(fds[0]);
+        /* Dribble it in small writes, so frames arrive split across reads. */
+        for (size_t off = 0; off < sb.size; off += 7) {
+            size_t n = sb.size - off < 7 ? sb.size - off : 7;
+            if (write(fds[1], sb.data + off, n) != (ssize_t)n)
+                _exit(1);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    msgpack_sbuffer_destroy(&sb);
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/self/fd/%d", fds[0]);
+    /* Not a regular file: it cannot be counted ahead, and nothing is read trying. */
+    uint64_t n = 7;
+    lmc_error err;
+    assert_int_equal(lmc_trace_count_records(path, &n, &err), LMC_ERR_UNSUPPORTED);
+    assert_int_equal(n, 0);
+    assert_non_null(strstr(err.msg, "not a regular file"));
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path, &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    int got = 0;
+    while (lmc_trace_reader_next(r, &rec) == LMC_OK) {
+        assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, got);
+        got++;
+    }
+    assert_int_equal(got, 50);
+    assert_false(lmc_trace_reader_truncated(r));
+    lmc_trace_reader_close(r);
+    close(fds[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    assert_int_equal(WEXITSTATUS(status), 0);
+    (void)state;
+}
+
+static void put_dropped_marker(msgpack_sbuffer *sb, const char *count_hex)
+{
+    /* {"t_mono": 1, "t_wall": 1, "qualname": <marker>, "args": {"dropped_count": <count>}} */
+    char hex[512] = "84 a6745f6d6f6e6f 01 a6745f77616c6c 01 a87175616c6e616d65 d9";
+    char *q = tt_hex(LMC_TRACE_DROPPED_QUALNAME, strlen(LMC_TRACE_DROPPED_QUALNAME));
+    char len[8];
+    snprintf(len, sizeof(len), "%02zx", strlen(LMC_TRACE_DROPPED_QUALNAME));
+    strcat(hex, len);
+    strcat(hex, q);
+    strcat(hex, " a461726773 81 ad64726f707065645f636f756e74 ");
+    strcat(hex, count_hex);
+    free(q);
+    size_t n;
+    uint8_t *body = tt_unhex(hex, &n);
+    put_raw_frame(sb, body, (uint32_t)n);
+    free(body);
+}
+
+static void test_dropped_counts_are_unsigned_64_bit_and_checked(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 0);
+    put_dropped_marker(&sb, "cf fffffffffffffffe"); /* 2^64 - 2 */
+    put_dropped_marker(&sb, "05");
+    put_dropped_marker(&sb, "fb"); /* -5: not a count */
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    double t;
+    const char *q;
+    size_t qn;
+    uint64_t total = 0, v = 0;
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    assert_int_equal(lmc_trace_reader_peek_u64_arg(r, "dropped_count", &v), LMC_OK);
+    assert_true(v == UINT64_MAX - 1);
+    lmc_trace_reader_add_dropped_count(r, &total);
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    lmc_trace_reader_add_dropped_count(r, &total);
+    assert_true(total == UINT64_MAX); /* saturates */
+    assert_int_equal(lmc_trace_reader_next_peek(r, &t, &q, &qn), LMC_OK);
+    assert_int_equal(lmc_trace_reader_peek_u64_arg(r, "dropped_count", &v), LMC_ERR_FORMAT);
+    lmc_trace_reader_add_dropped_count(r, &total);
+    assert_true(total == UINT64_MAX);
+    assert_int_equal(tt_log_count_containing("a negative dropped_count"), 1);
+    lmc_trace_reader_close(r);
+}
+
+static void test_next_record_leaves_the_args_to_decode_on_demand(void **state)
+{
+    msgpack_sbuffer sb;
+    build_file(&sb, 2);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next_record(r, &rec), LMC_OK);
+    assert_false(rec.args_decoded);
+    assert_null(rec.args);
+    assert_non_null(rec.args_raw);
+    assert_int_equal(lmc_trace_reader_decode_args(r, &rec, NULL), LMC_OK);
+    assert_true(rec.args_decoded);
+    assert_int_equal(lmc_trace_args_find(rec.args, rec.nargs, "i")->value.u.i, 0);
+    lmc_trace_record old = rec;
+    assert_int_equal(lmc_trace_reader_next_record(r, &rec), LMC_OK);
+    /* A record that is no longer current cannot be decoded. */
+    old.args_decoded = false;
+    lmc_error err;
+    assert_int_equal(lmc_trace_reader_decode_args(r, &old, &err), LMC_ERR_INVALID);
+    lmc_trace_reader_close(r);
+}
+
+static void test_decoding_one_record_is_bounded_by_a_multiple_of_its_size(void **state)
+{
+    /* 2 MiB of fixints: 32 bytes each decoded, 32 times the frame, over the bound. */
+    size_t n = 2u << 20;
+    lmc_tv *ints = calloc(n, sizeof(*ints));
+    for (size_t i = 0; i < n; i++)
+        ints[i] = lmc_tv_int(1);
+    lmc_trace_arg args[1] = {{"token_ids", 9, {.kind = LMC_TV_LIST, .u.list = {ints, n}}}};
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 2);
+    assert_int_equal(lmc_trace_encode_record(&sb, 0.0, 0.0, "big", 3, args, 1, NULL), LMC_OK);
+    put_record(&sb, QUAL("finish_write"), 1);
+    free(ints);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, "big");
+    assert_non_null(rec.args_error);
+    assert_non_null(strstr(rec.args_error, "would take more than"));
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK); /* and the next one is fine */
+    assert_null(rec.args_error);
+    assert_int_equal(lmc_trace_reader_records(r), 2);
+    lmc_trace_reader_close(r);
+}
+
+static void test_long_chunk_hashes_and_big_ints_read_as_lmcache_reads_them(void **state)
+{
+    /* A 100-byte chunk hash (kept out of line) and an int of 2^64 - 1. */
+    uint8_t hash[100];
+    for (size_t i = 0; i < sizeof(hash); i++)
+        hash[i] = (uint8_t)i;
+    lmc_object_key k, again;
+    lmc_object_key_cache kc = {.long_hashes = true};
+    assert_int_equal(
+        lmc_object_key_make_cached(&kc, &k, hash, sizeof(hash), "m", 1, 0, 0, "", 0, NULL), LMC_OK);
+    assert_int_equal(k.chunk_hash_len, 100);
+    assert_memory_equal(lmc_object_key_hash_bytes(&k), hash, sizeof(hash));
+    /* Without the opt-in (the server's keys) the 64-byte limit stays. */
+    assert_int_equal(lmc_object_key_make(&again, hash, sizeof(hash), "m", 0, 0, "", NULL),
+                     LMC_ERR_INVALID);
+    lmc_tv keyv = {.kind = LMC_TV_OBJECT_KEY, .u.key = &k};
+    lmc_trace_arg args[2] = {{"keys", 4, {.kind = LMC_TV_LIST, .u.list = {&keyv, 1}}},
+                             {"n", 1, lmc_tv_uint(UINT64_MAX)}};
+    msgpack_sbuffer sb;
+    put_header(&sb, "LMCT", 1, 2);
+    assert_int_equal(lmc_trace_encode_record(&sb, 0.0, 0.0, "q", 1, args, 2, NULL), LMC_OK);
+    write_sb(state, &sb, sb.size);
+    msgpack_sbuffer_destroy(&sb);
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_record rec;
+    assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
+    assert_null(rec.args_error);
+    const lmc_tv *keys = &lmc_trace_args_find(rec.args, rec.nargs, "keys")->value;
+    assert_int_equal(keys->u.list.n, 1);
+    assert_true(lmc_object_key_equal(keys->u.list.items[0].u.key, &k));
+    assert_memory_equal(lmc_object_key_hash_bytes(keys->u.list.items[0].u.key), hash, 100);
+    const lmc_tv *n = &lmc_trace_args_find(rec.args, rec.nargs, "n")->value;
+    assert_int_equal(n->kind, LMC_TV_UINT);
+    assert_true(n->u.u == UINT64_MAX);
     lmc_trace_reader_close(r);
 }
 
@@ -1000,8 +1203,7 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_peek_pass_gives_qualnames_and_times, setup, teardown),
         cmocka_unit_test_setup_teardown(
-            test_peek_int_arg_of_a_record_whose_args_do_not_decode_is_a_format_error, setup,
-            teardown),
+            test_peek_int_arg_reads_its_argument_even_when_others_do_not_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_peek_int_arg_reads_an_int_of_the_peeked_record, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_truncated_length_prefix_ends_the_stream_with_a_warning,
@@ -1014,8 +1216,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_malformed_record_is_skipped_and_the_next_one_read,
                                         setup, teardown),
-        cmocka_unit_test_setup_teardown(test_record_with_an_unknown_tag_is_skipped, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(
+            test_record_with_an_unknown_tag_is_a_record_whose_args_do_not_decode, setup, teardown),
         cmocka_unit_test_setup_teardown(test_huge_frame_length_is_treated_as_a_truncated_tail,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_records_larger_than_the_read_buffer_are_read, setup,
@@ -1033,8 +1235,17 @@ int main(void)
         cmocka_unit_test(test_a_key_list_with_a_non_key_item_decodes_item_by_item),
         cmocka_unit_test(test_keys_with_fields_in_another_order_decode_like_canonical_ones),
         cmocka_unit_test(test_a_truncated_key_list_is_reported_as_truncated),
+        cmocka_unit_test_setup_teardown(test_a_record_with_a_bad_key_comes_back_naming_the_problem,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_pipe_streams_in_one_pass, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_dropped_counts_are_unsigned_64_bit_and_checked, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_next_record_leaves_the_args_to_decode_on_demand, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(
-            test_a_reader_skips_a_record_with_a_bad_key_naming_the_problem, setup, teardown),
+            test_decoding_one_record_is_bounded_by_a_multiple_of_its_size, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_long_chunk_hashes_and_big_ints_read_as_lmcache_reads_them, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

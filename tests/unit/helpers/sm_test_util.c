@@ -58,6 +58,28 @@ lmc_storage_manager *sm_test_create(const char *flags)
     return sm;
 }
 
+lmc_sm_config sm_test_config(const char *flags, const char *l2_json)
+{
+    char *copy = strdup(flags);
+    char *argv[64];
+    int argc = 0;
+    argv[argc++] = "test";
+    for (char *tok = strtok(copy, " "); tok && argc < 61; tok = strtok(NULL, " "))
+        argv[argc++] = tok;
+    if (l2_json != NULL) {
+        argv[argc++] = "--l2-adapter";
+        argv[argc++] = (char *)l2_json;
+    }
+    argv[argc] = NULL;
+    lmc_sm_config cfg;
+    lmc_sm_config_init(&cfg);
+    lmc_error err;
+    if (lmc_sm_config_parse_all(&cfg, argc, argv, &err) != LMC_OK)
+        fail_msg("config: %s", err.msg);
+    free(copy);
+    return cfg;
+}
+
 lmc_storage_manager *sm_test_create_l2(char *json)
 {
     char *argv[] = {"t",   "--l1-size-gb", "0.01", "--eviction-policy",

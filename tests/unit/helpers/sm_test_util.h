@@ -23,6 +23,13 @@ lmc_storage_manager *sm_test_create_argv(int argc, char **argv);
 lmc_storage_manager *sm_test_create_argv_ex(int argc, char **argv,
                                             const lmc_sm_runtime_options *opt);
 
+/*
+ * A finished config from flags given as one string (split on spaces) and,
+ * when l2_json is not NULL, --l2-adapter l2_json. Caller frees it with
+ * lmc_sm_config_free. Fails the test on error.
+ */
+lmc_sm_config sm_test_config(const char *flags, const char *l2_json);
+
 /* One with a 0.01 GiB L1 (LRU) and the L2 adapter given as JSON. */
 lmc_storage_manager *sm_test_create_l2(char *json);
 

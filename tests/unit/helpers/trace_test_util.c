@@ -214,22 +214,31 @@ void tt_write_file(const char *path, const void *p, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
-void tt_trace_file_init(tt_trace_file *f, const char *digest)
+/* The Header frame of a storage-level trace of the given schema and config digest into sb. */
+static void storage_header(msgpack_sbuffer *sb, int64_t schema, const char *digest,
+                           double t_mono_start, double t_wall_start)
 {
-    memset(f, 0, sizeof(*f));
-    tt_tmpdir(f->dir);
-    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
-    msgpack_sbuffer_init(&f->sb);
     lmc_trace_header h;
     memset(&h, 0, sizeof(h));
     memcpy(h.magic, LMC_TRACE_MAGIC, 4);
     h.magic_len = 4;
     h.format_version = LMC_TRACE_FORMAT_VERSION;
     h.level = "storage";
-    h.trace_schema_version = 2;
+    h.trace_schema_version = schema;
+    h.t_mono_start = t_mono_start;
+    h.t_wall_start = t_wall_start;
     h.sm_config_json = "";
     h.sm_config_digest = (char *)digest;
-    assert_int_equal(lmc_trace_encode_header(&f->sb, &h, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_encode_header(sb, &h, NULL), LMC_OK);
+}
+
+void tt_trace_file_init(tt_trace_file *f, const char *digest)
+{
+    memset(f, 0, sizeof(*f));
+    tt_tmpdir(f->dir);
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    msgpack_sbuffer_init(&f->sb);
+    storage_header(&f->sb, 2, digest, 0, 0);
 }
 
 void tt_trace_file_write(const tt_trace_file *f)
@@ -259,4 +268,53 @@ int tt_trace_file_teardown(void **state)
     tt_trace_file_free(*state);
     free(*state);
     return 0;
+}
+
+void tt_trace_begin(tt_trace *t, int64_t schema)
+{
+    msgpack_sbuffer_init(&t->buf);
+    storage_header(&t->buf, schema, "", 100.0, 1700000000.0);
+}
+
+static void keys_record(tt_trace *t, double t_mono, const char *qualname,
+                        const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                        const char *mode, int64_t extra_count)
+{
+    lmc_tv *items = calloc(n ? n : 1, sizeof(*items));
+    assert_non_null(items);
+    for (size_t i = 0; i < n; i++)
+        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    lmc_trace_arg args[4];
+    size_t na = 0;
+    args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
+    if (lay)
+        args[na++] = (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
+    if (mode)
+        args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+    if (extra_count >= 0)
+        args[na++] = (lmc_trace_arg){"extra_count", 11, {.kind = LMC_TV_INT, .u.i = extra_count}};
+    assert_int_equal(lmc_trace_encode_record(&t->buf, t_mono, 1700000000.0 + t_mono, qualname,
+                                             strlen(qualname), args, na, NULL),
+                     LMC_OK);
+    free(items);
+}
+
+void tt_trace_keys_record(tt_trace *t, double t_mono, const char *qualname,
+                          const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                          const char *mode)
+{
+    keys_record(t, t_mono, qualname, keys, n, lay, mode, -1);
+}
+
+void tt_trace_keys_record_extra(tt_trace *t, double t_mono, const char *qualname,
+                                const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                                int64_t extra_count)
+{
+    keys_record(t, t_mono, qualname, keys, n, lay, NULL, extra_count);
+}
+
+void tt_trace_end(tt_trace *t, const char *path)
+{
+    tt_write_file(path, t->buf.data, t->buf.size);
+    msgpack_sbuffer_destroy(&t->buf);
 }

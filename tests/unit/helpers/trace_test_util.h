@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "core/log.h"
+#include "trace/format.h"
 #include "trace/value.h"
 
 /* Parse hex (spaces ignored) into a malloc'd buffer; *n gets its length. */
@@ -42,6 +43,27 @@ size_t tt_log_count(void);
 /* How many captured messages contain needle. */
 size_t tt_log_count_containing(const char *needle);
 const char *tt_log_message(size_t i);
+
+/*
+ * A trace built in memory frame by frame (a storage-level header of the
+ * given trace_schema_version, t_mono_start 100, no recorded config), then
+ * written to a file. Each step fails the test on error.
+ */
+typedef struct tt_trace {
+    msgpack_sbuffer buf;
+} tt_trace;
+
+void tt_trace_begin(tt_trace *t, int64_t schema);
+/* One record of n keys, with a layout_desc argument when lay is not NULL and a mode when mode is.
+ */
+void tt_trace_keys_record(tt_trace *t, double t_mono, const char *qualname,
+                          const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                          const char *mode);
+/* The same with an extra_count argument too (LMCache's submit_prefetch_task, finish_read). */
+void tt_trace_keys_record_extra(tt_trace *t, double t_mono, const char *qualname,
+                                const lmc_object_key *keys, size_t n, const lmc_layout_desc *lay,
+                                int64_t extra_count);
+void tt_trace_end(tt_trace *t, const char *path);
 
 /* A fresh directory under /tmp (buf of at least 64 bytes) and its removal. */
 void tt_tmpdir(char *buf);

@@ -1,0 +1,70 @@
+# lib.sh -- what the end-to-end scripts share; source it after `set -u`:
+#   . "$(dirname "$0")/lib.sh" "$@"
+# It sets LMCACHE and TOOLS (the script's two arguments, made absolute), HERE
+# (the scripts' folder), MOONCAKE (the shared Mooncake trace) and T (a fresh
+# temporary folder, removed at exit with every process in PIDS killed), and
+# defines the helpers below. The script ends with `e2e_report NAME`.
+# Not a test itself: CTest runs tests/e2e/test_*.sh only.
+
+LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
+TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
+HERE=$(cd "$(dirname "$0")" && pwd)
+MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
+T=$(mktemp -d)
+PIDS=()
+e2e_cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$T"
+}
+trap e2e_cleanup EXIT
+pass=0 fail=0
+
+# expect NAME STATUS: counts a check; STATUS 0 passes.
+expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+
+# expect_rc NAME WANT CMD...: the command exits WANT; its output is in $T/out and $T/err.
+expect_rc() {
+    local name=$1 want=$2
+    shift 2
+    "$@" > "$T/out" 2> "$T/err"
+    local rc=$?
+    [ "$rc" = "$want" ] || echo "  exit $rc, want $want; stderr: $(head -3 "$T/err")"
+    expect "$name" $([ "$rc" = "$want" ]; echo $?)
+}
+
+free_port() {
+    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
+        echo $((20000 + RANDOM % 20000))
+}
+
+# A value from a JSON file: json_get FILE 'r["a"]["b"]'
+json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+
+# record_mooncake TRACE REQUESTS [server flags...]: a Mooncake workload of REQUESTS
+# requests through `lmcache server` with tracing to TRACE, driven by `lmcache
+# bench server` (2 clients, 100x the recorded speed); the server stops with
+# SIGTERM. Counts two checks: the bench and the server exit 0.
+record_mooncake() {
+    local trace=$1 requests=$2
+    shift 2
+    local port log="$T/record-server.log"
+    port=$(free_port)
+    "$LMCACHE" server --port "$port" --max-workers 2 --trace-level storage \
+        --trace-output "$trace" "$@" 2> "$log" &
+    local server=$!
+    PIDS+=("$server")
+    for _ in $(seq 1 100); do grep -q "listening on" "$log" 2>/dev/null && break; sleep 0.1; done
+    "$LMCACHE" bench server --port "$port" --trace "$MOONCAKE" --max-requests "$requests" \
+        --time-scale 0.01 --concurrency 2 --bytes-per-token 16 > "$T/record-bench.out" \
+        2> "$T/record-bench.err"
+    expect "bench server exits 0 while recording" $?
+    kill -TERM "$server"
+    wait "$server"
+    expect "the recording server stops cleanly" $?
+}
+
+# e2e_report NAME: the counts, and the script's exit status.
+e2e_report() {
+    echo "$1: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+}
