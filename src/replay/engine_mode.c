@@ -63,10 +63,11 @@ static const lmc_replay_pending_ops g_ops = {poll_requests, abandon_requests};
 /* Lifecycle                                                               */
 /* ---------------------------------------------------------------------- */
 
-static void zero_object(void *ctx, size_t chunk, const lmc_memory_obj *obj)
+static lmc_status zero_object(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err)
 {
-    (void)ctx, (void)chunk;
+    (void)ctx, (void)chunk, (void)err;
     memset(obj->data, 0, obj->size);
+    return LMC_OK;
 }
 
 /* The lookup observer: the session's view of the prefetch, into the current request. */
