@@ -296,8 +296,8 @@ char *lmc_analyze_format_html(const lmc_analyze_source *src, const lmc_analyze_r
     lmc_report_kv rows[8];
     size_t n = 0;
     rows[n++] = (lmc_report_kv){"trace", src->path};
-    if (src->sha256 != NULL && src->sha256[0] != '\0')
-        rows[n++] = (lmc_report_kv){"sha256", src->sha256};
+    if (src->digest != NULL && src->digest[0] != '\0')
+        rows[n++] = (lmc_report_kv){"digest", src->digest};
     rows[n++] = (lmc_report_kv){"file size", size};
     rows[n++] = (lmc_report_kv){"records", records};
     rows[n++] = (lmc_report_kv){"span", span};

@@ -181,8 +181,8 @@ static void term_header(lmc_strbuf *b, const lmc_analyze_source *src, const lmc_
     lmc_strbuf_puts(b, "Trace analysis: ");
     put_plain(b, src->path, 0);
     lmc_strbuf_puts(b, "\n");
-    if (src->sha256 != NULL && src->sha256[0] != '\0')
-        row(b, "sha256", src->sha256);
+    if (src->digest != NULL && src->digest[0] != '\0')
+        row(b, "digest", src->digest);
     lmc_analyze_fmt_count(r->records, c, sizeof(c));
     snprintf(v, sizeof(v), "%s (level %s, trace schema %" PRId64 "), over %.3f s", c,
              r->level[0] ? r->level : "?", r->trace_schema_version, r->span_s);
@@ -449,8 +449,8 @@ char *lmc_analyze_format_json(const lmc_analyze_source *src, const lmc_analyze_r
 
     lmc_json *t = lmc_json_object();
     set(&j, t, "path", lmc_json_string(src->path));
-    set(&j, t, "sha256",
-        src->sha256 && src->sha256[0] ? lmc_json_string(src->sha256) : lmc_json_null());
+    set(&j, t, "digest",
+        src->digest && src->digest[0] ? lmc_json_string(src->digest) : lmc_json_null());
     set(&j, t, "bytes", ju(src->file_bytes));
     set(&j, t, "level", lmc_json_string(r->level));
     set(&j, t, "trace_schema_version", lmc_json_int(r->trace_schema_version));

@@ -7,7 +7,7 @@
  * field with its unit) is self-describing: "schema" names it
  * (LMC_ANALYZE_SCHEMA), "schema_version" counts incompatible changes
  * (fields are only ever added within a version), "tool" the program and
- * version, "trace" the file (path, sha256, size, header fields, records),
+ * version, "trace" the file (path, digest, size, header fields, records),
  * "analysis" how it was analysed (exact or the sampling rate, the
  * requested sizes, the command), then "workload", "groups", "rates",
  * "reuse" and "mrc". Hit rates are fractions in [0, 1], sizes bytes, times
@@ -38,7 +38,7 @@
 /* What the renderings say about where the result came from. */
 typedef struct lmc_analyze_source {
     const char *path;
-    const char *sha256; /* hex; NULL or "" when not computed */
+    const char *digest; /* trace/file_digest.h (XXH3-128 hex); NULL or "" when not computed */
     uint64_t file_bytes;
     const char *command; /* the command line; NULL for none */
 } lmc_analyze_source;

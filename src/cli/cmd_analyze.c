@@ -14,7 +14,7 @@
 #include "analyze/analyze.h"
 #include "analyze/output.h"
 #include "cli.h"
-#include "core/digest.h"
+#include "trace/file_digest.h"
 #include "core/flags.h"
 #include "core/strbuf.h"
 #include "report/html.h"
@@ -217,13 +217,14 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
         return 1;
     }
     rc = 0;
-    char digest[LMC_SHA256_HEX_LEN + 1] = "";
-    if (lmc_sha256_file_hex(a.path, digest, &err) != LMC_OK)
+    /* The digest replay results carry (trace.digest), so the two name a trace alike. */
+    char digest[LMC_TRACE_DIGEST_HEX_LEN + 1] = "";
+    if (lmc_trace_file_digest(a.path, digest, &err) != LMC_OK)
         fprintf(stderr, "lmcache trace analyze: warning: no digest: %s\n", err.msg);
     struct stat st;
     char *command = command_line(argc, argv);
     lmc_analyze_source src = {.path = a.path,
-                              .sha256 = digest,
+                              .digest = digest,
                               .file_bytes = stat(a.path, &st) == 0 ? (uint64_t)st.st_size : 0,
                               .command = command};
     char *text = a.format_json ? lmc_analyze_format_json(&src, &res)

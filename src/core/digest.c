@@ -11,12 +11,8 @@
  */
 #include "core/digest.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/evp.h>
 #include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
 
 #include "core/log.h"
 
@@ -110,39 +106,4 @@ int lmc_hex_digit(char c)
     if (c >= 'A' && c <= 'F')
         return c - 'A' + 10;
     return -1;
-}
-
-lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1], lmc_error *err)
-{
-    out[0] = '\0';
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return lmc_error_set(err, errno == ENOENT ? LMC_ERR_NOT_FOUND : LMC_ERR_IO,
-                             "cannot read '%s': %s", path, strerror(errno));
-    lmc_status st = LMC_OK;
-    enum { BUF = 1 << 20 };
-    uint8_t *buf = malloc(BUF);
-    lmc_sha256_stream *s = lmc_sha256_stream_create();
-    if (buf == NULL || s == NULL) {
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "SHA-256 of '%s': out of memory", path);
-        goto out;
-    }
-    for (;;) {
-        ssize_t n = read(fd, buf, BUF);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0) {
-            st = lmc_error_set(err, LMC_ERR_IO, "cannot read '%s': %s", path, strerror(errno));
-            goto out;
-        }
-        if (n == 0)
-            break;
-        lmc_sha256_stream_update(s, buf, (size_t)n);
-    }
-    lmc_sha256_stream_final_hex(s, out);
-out:
-    free(buf);
-    lmc_sha256_stream_destroy(s);
-    close(fd);
-    return st;
 }

@@ -2,8 +2,8 @@
  * digest.h -- SHA-256 as lowercase hex (OpenSSL).
  *
  * Owns nothing but a stream's OpenSSL context. Used for the trace header's
- * sm_config_digest, the server's prefix-chained chunk hashes, the replay's
- * outcome digest and the digest of a trace file that analyses name.
+ * sm_config_digest, the server's prefix-chained chunk hashes and the
+ * replay's outcome digest.
  *
  * Threads: thread-safe; one stream belongs to one thread at a time.
  */
@@ -12,8 +12,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include "lmcache/status.h"
 
 #define LMC_SHA256_LEN 32
 #define LMC_SHA256_HEX_LEN 64
@@ -34,12 +32,6 @@ lmc_sha256_stream *lmc_sha256_stream_create(void);
 void lmc_sha256_stream_update(lmc_sha256_stream *s, const void *data, size_t len);
 void lmc_sha256_stream_final_hex(lmc_sha256_stream *s, char out[LMC_SHA256_HEX_LEN + 1]);
 void lmc_sha256_stream_destroy(lmc_sha256_stream *s);
-
-/*
- * The SHA-256 of a whole file, as 64 lowercase hex characters plus NUL
- * (what sha256sum prints); errors name the path.
- */
-lmc_status lmc_sha256_file_hex(const char *path, char out[LMC_SHA256_HEX_LEN + 1], lmc_error *err);
 
 /* Lowercase hex of any byte string into out (2*len+1 bytes). */
 void lmc_hex_encode(const void *data, size_t len, char *out);

@@ -261,7 +261,7 @@ static void test_bad_times_count_in_the_first_bucket(void **state)
     lmc_analyze_result_free(&r);
 }
 
-static void test_markers_and_undecodable_records_are_counted_apart(void **state)
+static void test_markers_and_malformed_records_are_counted_apart(void **state)
 {
     tt_trace_file *f = *state;
     lmc_layout_desc l = layout1(64);
@@ -269,7 +269,7 @@ static void test_markers_and_undecodable_records_are_counted_apart(void **state)
     lookup(state, 0.0, k, 2, &l);
     size_t start = f->sb.size;
     lookup(state, 0.1, k, 2, &l);
-    /* Its first key's kv_rank becomes nil: the record reads, its args do not decode. */
+    /* Its first key's kv_rank becomes nil: LMCache's reader rejects the frame (malformed). */
     static const char rank[] = "\xa7kv_rank";
     char *at = memmem(f->sb.data + start, f->sb.size - start, rank, sizeof(rank) - 1);
     assert_non_null(at);
@@ -284,9 +284,10 @@ static void test_markers_and_undecodable_records_are_counted_apart(void **state)
                      LMC_OK);
     lmc_analyze_result r;
     analyze(state, 1.0, NULL, 0, true, &r);
-    assert_int_equal(r.records, 2); /* markers are notes, not operations */
+    assert_int_equal(r.records, 1); /* markers are notes, not operations */
     assert_int_equal(r.dropped, 17);
-    assert_int_equal(r.undecodable, 1);
+    assert_int_equal(r.malformed, 1);
+    assert_int_equal(r.undecodable, 0);
     assert_int_equal(r.requests, 1);
     assert_int_equal(r.keys, 2);
     lmc_analyze_result_free(&r);
@@ -389,7 +390,7 @@ int main(void)
         T(test_rate_buckets_count_per_second),
         T(test_short_trace_gets_fractions_of_a_second_long_trace_multiples),
         T(test_bad_times_count_in_the_first_bucket),
-        T(test_markers_and_undecodable_records_are_counted_apart),
+        T(test_markers_and_malformed_records_are_counted_apart),
         T(test_requested_sizes_are_points_of_the_curve),
         T(test_sampling_is_deterministic_and_keeps_exact_counts_exact),
         T(test_automatic_rate_is_exact_up_to_the_limit),

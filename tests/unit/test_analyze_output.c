@@ -74,7 +74,7 @@ static int setup(void **state)
     if (lmc_analyze_file(f->path, &o, &f->r, &err) != LMC_OK)
         fail_msg("%s", err.msg);
     f->src = (lmc_analyze_source){.path = f->path,
-                                  .sha256 = "00ff",
+                                  .digest = "00ff",
                                   .file_bytes = 1234,
                                   .command = "lmcache trace analyze <t.lct>"};
     *state = f;
@@ -126,7 +126,7 @@ static void test_json_has_every_documented_field(void **state)
     assert_string_equal(lmc_json_get_string(get(j, "tool.name"), NULL), "lmcache");
     assert_type(j, "tool.version", LMC_JSON_STRING);
     assert_string_equal(lmc_json_get_string(get(j, "trace.path"), NULL), f->path);
-    assert_string_equal(lmc_json_get_string(get(j, "trace.sha256"), NULL), "00ff");
+    assert_string_equal(lmc_json_get_string(get(j, "trace.digest"), NULL), "00ff");
     assert_int_equal(lmc_json_get_int(get(j, "trace.bytes")), 1234);
     assert_string_equal(lmc_json_get_string(get(j, "trace.level"), NULL), "storage");
     assert_int_equal(lmc_json_get_int(get(j, "trace.trace_schema_version")), 2);
@@ -220,7 +220,7 @@ static void test_terminal_table_has_its_sections_and_figures(void **state)
     char *text = lmc_analyze_format_terminal(&f->src, &f->r);
     assert_non_null(text);
     assert_contains(text, "Trace analysis: ");
-    assert_contains(text, "  sha256:                     00ff\n");
+    assert_contains(text, "  digest:                     00ff\n");
     assert_contains(text, "  analysis:                   exact (every key)\n");
     assert_contains(text, "\nWorkload\n");
     assert_contains(text, "  requests (lookups):         30\n");

@@ -11,10 +11,8 @@
 #include <cmocka.h>
 // clang-format on
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "core/digest.h"
 
@@ -138,37 +136,6 @@ static void test_hex_encode_of_nothing_is_empty_string(void **state)
     assert_string_equal(out, "");
 }
 
-static void test_sha256_of_a_file_spanning_read_buffers_equals_the_digest_of_its_bytes(void **state)
-{
-    (void)state;
-    char path[] = "/tmp/lmc-digest-XXXXXX";
-    int fd = mkstemp(path);
-    assert_true(fd >= 0);
-    size_t n = 2500000; /* more than two of the function's 1 MiB reads */
-    char *data = malloc(n);
-    assert_non_null(data);
-    for (size_t i = 0; i < n; i++)
-        data[i] = (char)(i * 131 + (i >> 9));
-    assert_int_equal(write(fd, data, n), (ssize_t)n);
-    close(fd);
-    char want[LMC_SHA256_HEX_LEN + 1], got[LMC_SHA256_HEX_LEN + 1];
-    lmc_sha256_hex(data, n, want);
-    assert_int_equal(lmc_sha256_file_hex(path, got, NULL), LMC_OK);
-    assert_string_equal(got, want);
-    unlink(path);
-    free(data);
-}
-
-static void test_sha256_of_a_missing_file_names_it(void **state)
-{
-    (void)state;
-    char got[LMC_SHA256_HEX_LEN + 1];
-    lmc_error err;
-    assert_int_equal(lmc_sha256_file_hex("/nonexistent/x.lct", got, &err), LMC_ERR_NOT_FOUND);
-    assert_non_null(strstr(err.msg, "'/nonexistent/x.lct'"));
-    assert_string_equal(got, "");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -184,9 +151,6 @@ int main(void)
         cmocka_unit_test(test_sha256_stream_of_nothing_is_the_empty_digest),
         cmocka_unit_test(test_hex_encode_uses_lowercase_two_digits_per_byte),
         cmocka_unit_test(test_hex_encode_of_nothing_is_empty_string),
-        cmocka_unit_test(
-            test_sha256_of_a_file_spanning_read_buffers_equals_the_digest_of_its_bytes),
-        cmocka_unit_test(test_sha256_of_a_missing_file_names_it),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
