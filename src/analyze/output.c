@@ -99,7 +99,7 @@ void lmc_analyze_reuse_label(unsigned i, bool bytes, bool compact, char *buf, si
         snprintf(buf, len, "[%s, %s)", a, b);
     } else if (lo == hi) {
         snprintf(buf, len, "%" PRIu64, lo);
-    } else if (hi < 10000) {
+    } else if (hi < 100000000) { /* plain numbers up to 2^27 keys: no mixed styles in practice */
         snprintf(buf, len, "%" PRIu64 "-%" PRIu64, lo, hi);
     } else {
         snprintf(buf, len, "[2^%u, 2^%u)", i - 1, i);

@@ -139,6 +139,32 @@ assert any(p["error_bound"] > 0 for p in s["mrc"]["points"])
 EOF
 expect "a sampled analysis keeps the exact counts and bounds its curve" $?
 
+# --- 3b. the curve against replays (issue 16's done-when) ---------------------------
+# At three L1 sizes S (fractions of the footprint), the analysis's LRU hit rate at S
+# is within 0.03 of an engine-mode virtual-time replay with --eviction-policy LRU
+# --l1-size-gb S: the curve answers "how much L1" as a replay of each size would.
+fp=$(jget "$T/analyze.json" workload/footprint_bytes)
+sizes=$(python3 -c "import sys; f=int(sys.argv[1]); print(','.join('%.6f' % max(f*x/2**30, 0.001) for x in (0.15, 0.4, 0.8)))" "$fp")
+"$LMCACHE" trace analyze "$T/rec.lct" --sizes "$sizes" --format json > "$T/curve.json"
+expect "trace analyze --sizes $sizes" $?
+for s in ${sizes//,/ }; do
+    "$LMCACHE" trace replay "$T/rec.lct" --l1-size-gb "$s" --eviction-policy LRU --mode engine \
+        --pace virtual --output-dir "$T" --no-csv -q --format json --output "$T/engine-$s.json" \
+        2> "$T/engine.err"
+    expect "the engine-mode replay at $s GiB: $(head -2 "$T/engine.err")" $?
+    python3 - "$T/curve.json" "$T/engine-$s.json" "$s" <<'EOF2'
+import json, sys
+curve = json.load(open(sys.argv[1]))
+eng = json.load(open(sys.argv[2]))["outcomes"]["figures"]["engine_hit_rate"]
+want = int(float(sys.argv[3]) * 2**30)
+pt = min((p for p in curve["mrc"]["points"] if p["requested"]),
+         key=lambda p: abs(p["capacity_bytes"] - want))
+print("  L1 %s GiB: analyze LRU %.4f, engine replay %.4f" % (sys.argv[3], pt["hit_rate"], eng))
+sys.exit(0 if abs(pt["hit_rate"] - eng) <= 0.03 else 1)
+EOF2
+    expect "the curve at $s GiB is within 0.03 of the engine replay" $?
+done
+
 # --- 4. the HTML report ------------------------------------------------------------
 for label in "Trace analysis" "Hit rate against L1 capacity" "chunk hit rate" "L1 capacity (log scale" \
     "Request rate over time" "Key rate over time" "Reuse distance in keys" "Per model and cache_salt" \
