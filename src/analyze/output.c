@@ -346,9 +346,10 @@ static void term_curve(lmc_strbuf *b, const lmc_analyze_result *r)
     lmc_strbuf_printf(b, "  cold misses (first accesses): %.2f%% of %s%s accesses.\n",
                       100 * (1 - m->max_hit_rate), n, m->exact ? "" : " sampled");
     lmc_strbuf_puts(b,
-                    "  This is the LRU bound. A replay's L1 evicts in passes (from the eviction\n"
-                    "  watermark, a ratio of its keys) and counts hits on the found prefix only,\n"
-                    "  so it can hit less at the same size (docs/cli.md, trace analyze).\n");
+                    "  This is an ideal LRU. A replay's L1 evicts in passes (from the eviction\n"
+                    "  watermark, a ratio of its keys), refuses stores while full and counts hits\n"
+                    "  on the found prefix only; engine-mode replays with LRU measured within 0.03\n"
+                    "  of this curve (docs/cli.md, trace analyze).\n");
 }
 
 static void term_reuse(lmc_strbuf *b, const lmc_analyze_result *r, bool bytes)
