@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/log.h"
-#include "core/text.h"
 #include "trace/codec.h"
 #include "trace/ops.h"
 
@@ -355,7 +355,7 @@ lmc_status lmc_replay_check_args(const lmc_trace_record *rec, lmc_trace_op op, l
                  memcmp(rec->args[i].name, info->args[j].name, info->args[j].name_len) == 0))
             j++;
         if (j == info->nargs) {
-            char *name = lmc_text_escape_dup(rec->args[i].name, rec->args[i].name_len);
+            char *name = lmc_escape_dup(rec->args[i].name, rec->args[i].name_len, 0);
             lmc_error_set(err, LMC_ERR_FORMAT, "%s: unexpected argument '%s'", info->name,
                           name != NULL ? name : "?");
             free(name);
