@@ -467,6 +467,20 @@ lmc_status lmc_replay_arg_extra_count(const lmc_trace_record *rec, uint32_t *out
     return LMC_OK;
 }
 
+lmc_status lmc_replay_lookup_args(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  const lmc_object_key **keys, size_t *n,
+                                  const lmc_layout_desc **layout, uint32_t *extra, lmc_error *err)
+{
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_keys(ctx, rec, keys, n, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_layout(rec, layout, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_extra_count(rec, extra, err);
+    return st;
+}
+
 /* ---------------------------------------------------------------------- */
 /* Outcomes                                                                */
 /* ---------------------------------------------------------------------- */
@@ -605,13 +619,7 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     uint32_t extra;
     lmc_trim_policy policy;
     char *ext = NULL;
-    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_layout(rec, &layout, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_extra_count(rec, &extra, err);
+    lmc_status st = lmc_replay_lookup_args(ctx, rec, &keys, &n, &layout, &extra, err);
     if (st == LMC_OK)
         st = get_policy(rec, &policy, err);
     if (st == LMC_OK)
