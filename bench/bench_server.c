@@ -514,12 +514,12 @@ static bool single_client_metrics(const lmc_bench_ctx *ctx)
         for (int r = 0; r < reps; r++)
             if (!lookup_rtt(c, tokens, iters, r, &p50[r], &p99[r]))
                 goto out;
-        lmc_bench_report(ctx, "lookup_rtt_p50_us", lmc_bench_median(p50, (size_t)reps), "us");
-        lmc_bench_report(ctx, "lookup_rtt_p99_us", lmc_bench_median(p99, (size_t)reps), "us");
+        lmc_bench_report_trials(ctx, "lookup_rtt_p50_us", p50, (size_t)reps, "us");
+        lmc_bench_report_trials(ctx, "lookup_rtt_p99_us", p99, (size_t)reps, "us");
         for (int r = 0; r < reps; r++)
             if (!ping_rtt(c, iters, &p50[r]))
                 goto out;
-        lmc_bench_report(ctx, "ping_rtt_p50_us", lmc_bench_median(p50, (size_t)reps), "us");
+        lmc_bench_report_trials(ctx, "ping_rtt_p50_us", p50, (size_t)reps, "us");
         if (lmc_client_clear(c, true, &err) != LMC_OK) {
             report_err("clear", &err);
             goto out;
@@ -542,11 +542,11 @@ static bool single_client_metrics(const lmc_bench_ctx *ctx)
             sg[r] = bytes / (double)sns; /* bytes per ns = GB/s */
             rg[r] = bytes / (double)rns;
         }
-        lmc_bench_report(ctx, "store_gbps", lmc_bench_median(sg, (size_t)reps), "GB/s");
-        lmc_bench_report(ctx, "retrieve_gbps", lmc_bench_median(rg, (size_t)reps), "GB/s");
+        lmc_bench_report_trials(ctx, "store_gbps", sg, (size_t)reps, "GB/s");
+        lmc_bench_report_trials(ctx, "retrieve_gbps", rg, (size_t)reps, "GB/s");
         for (int r = 0; r < reps; r++)
             sg[r] = memcpy_gbps(iters);
-        lmc_bench_report(ctx, "memcpy_gbps", lmc_bench_median(sg, (size_t)reps), "GB/s");
+        lmc_bench_report_trials(ctx, "memcpy_gbps", sg, (size_t)reps, "GB/s");
     }
     good = true;
 out:
@@ -588,10 +588,9 @@ static bool two_client_metrics(const lmc_bench_ctx *ctx)
         on[r] = cyc[1] / sec[1];
         ratio[r] = on[r] / off[r];
     }
-    lmc_bench_report(ctx, "ops_per_s_2clients", lmc_bench_median(off, (size_t)reps), "cycles/s");
-    lmc_bench_report(ctx, "ops_per_s_2clients_traced", lmc_bench_median(on, (size_t)reps),
-                     "cycles/s");
-    lmc_bench_report(ctx, "tracing_on_off_ratio", lmc_bench_median(ratio, (size_t)reps), "ratio");
+    lmc_bench_report_trials(ctx, "ops_per_s_2clients", off, (size_t)reps, "cycles/s");
+    lmc_bench_report_trials(ctx, "ops_per_s_2clients_traced", on, (size_t)reps, "cycles/s");
+    lmc_bench_report_trials(ctx, "tracing_on_off_ratio", ratio, (size_t)reps, "ratio");
     good = true;
 out:
     free(off);

@@ -778,8 +778,7 @@ static void bench_lttng(const lmc_bench_ctx *ctx, size_t iters, uint64_t loop_n,
                     (unsigned long long)discarded, (unsigned long long)trace_bytes,
                     (unsigned long long)expect);
     } else {
-        lmc_bench_report(ctx, "lttng_event_disabled_ns",
-                         lmc_bench_median(out->v + reps, (size_t)reps), "ns");
+        lmc_bench_report_trials(ctx, "lttng_event_disabled_ns", out->v + reps, (size_t)reps, "ns");
         lmc_bench_note(ctx, "lttng_event_ns", out->why);
     }
     munmap(out, shm_len);
@@ -812,7 +811,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
 
     for (int r = 0; r < reps; r++)
         v[r] = bench_off_overhead(&calls[0], loop_n, r);
-    lmc_bench_report(ctx, "off_overhead_ns", lmc_bench_median(v, (size_t)reps), "ns");
+    lmc_bench_report_trials(ctx, "off_overhead_ns", v, (size_t)reps, "ns");
 
     /* A server's bus (default size), drained by its thread into the recorder. */
     tracing t;
@@ -826,7 +825,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
     tracing_end(&t);
     double on16 = lmc_bench_median(v, (size_t)reps);
-    lmc_bench_report(ctx, "on_caller_1key_ns", lmc_bench_median(v1, (size_t)reps), "ns");
+    lmc_bench_report_trials(ctx, "on_caller_1key_ns", v1, (size_t)reps, "ns");
     lmc_bench_report(ctx, "on_caller_16keys_ns", on16, "ns");
     if (dropped > 0)
         fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
@@ -842,13 +841,13 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     if (ok > 0) {
         for (int r = 0; r < ok; r++)
             v[r] = d[r].records_per_s;
-        lmc_bench_report(ctx, "drain_records_per_s", lmc_bench_median(v, (size_t)ok), "records/s");
+        lmc_bench_report_trials(ctx, "drain_records_per_s", v, (size_t)ok, "records/s");
         for (int r = 0; r < ok; r++)
             v[r] = d[r].write_bytes_avg;
-        lmc_bench_report(ctx, "drain_write_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
+        lmc_bench_report_trials(ctx, "drain_write_bytes_avg", v, (size_t)ok, "B");
         for (int r = 0; r < ok; r++)
             v[r] = d[r].record_bytes_avg;
-        lmc_bench_report(ctx, "drain_record_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
+        lmc_bench_report_trials(ctx, "drain_record_bytes_avg", v, (size_t)ok, "B");
     } else {
         lmc_bench_note(ctx, "drain_records_per_s", "the drain benchmark failed (see stderr)");
     }
