@@ -341,8 +341,7 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
         for (; r < reps && (v[r] = analyze_pass(path)) > 0; r++) {
         }
         if (r == reps) {
-            lmc_bench_report(ctx, "analyze_keys_per_s", lmc_bench_median(v, (size_t)reps),
-                             "keys/s");
+            lmc_bench_report_trials(ctx, "analyze_keys_per_s", v, (size_t)reps, "keys/s");
         } else {
             lmc_bench_note(ctx, "analyze_keys_per_s", "the analysis failed");
             rc = 1;
