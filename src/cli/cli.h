@@ -16,6 +16,8 @@ typedef struct lmc_cli_command {
 int lmc_cmd_server(int argc, char **argv);
 int lmc_cmd_trace(int argc, char **argv);
 int lmc_cmd_bench(int argc, char **argv);
+/* `lmcache trace analyze` (cmd_analyze.c). */
+int lmc_cmd_trace_analyze(int argc, char **argv);
 
 /* `lmcache trace dump` and `lmcache trace slice` (cmd_trace_dump.c). */
 int lmc_cmd_trace_dump(int argc, char **argv);
@@ -25,6 +27,33 @@ int lmc_cmd_trace_compare(int argc, char **argv);
 
 /* True when arg is "-h" or "--help". */
 bool lmc_cli_is_help(const char *arg);
+
+/* A flag given without its value: "lmcache trace CMD: FLAG: a value is required"; returns 2. */
+int lmc_cli_missing_value(const char *cmd, const char *flag);
+
+/*
+ * The value of --format for a command with a table and a JSON rendering:
+ * "terminal" or "json" (*json set); 2 with the message printed for
+ * anything else, a missing value included.
+ */
+int lmc_cli_parse_format(const char *cmd, const char *value, bool *json);
+
+/*
+ * One flag at argv[*i]: 1 when it was one (consumed, *i past its value), 0
+ * when it is not, 2 on a usage error (message printed). ctx is the
+ * command's options.
+ */
+typedef int (*lmc_cli_flag_fn)(const char *arg, int argc, char **argv, int *i, void *ctx);
+
+/*
+ * The arguments of `lmcache trace CMD FILE [flags]`: --help anywhere
+ * prints usage to stdout (exit 0); each argument is offered to flag; any
+ * other that starts with '-' is an unknown option; one FILE, required.
+ * Stops at the first error. True when the command should run (*path
+ * set); otherwise *rc is the exit code (messages printed).
+ */
+bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_flag_fn flag,
+                              void *ctx, void (*usage)(FILE *), const char **path, int *rc);
 
 /*
  * Dispatch argv[1] among subs (argv[0] is the parent command's name, e.g.

@@ -11,6 +11,65 @@ bool lmc_cli_is_help(const char *arg)
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
 }
 
+int lmc_cli_missing_value(const char *cmd, const char *flag)
+{
+    fprintf(stderr, "lmcache trace %s: %s: a value is required\n", cmd, flag);
+    return 2;
+}
+
+int lmc_cli_parse_format(const char *cmd, const char *value, bool *json)
+{
+    if (value == NULL)
+        return lmc_cli_missing_value(cmd, "--format");
+    if (strcmp(value, "json") != 0 && strcmp(value, "terminal") != 0) {
+        fprintf(stderr, "lmcache trace %s: --format: '%s' is not one of terminal, json\n", cmd,
+                value);
+        return 2;
+    }
+    *json = strcmp(value, "json") == 0;
+    return 0;
+}
+
+bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_flag_fn flag,
+                              void *ctx, void (*usage)(FILE *), const char **path, int *rc)
+{
+    *path = NULL;
+    *rc = 0;
+    for (int i = 1; i < argc; i++) {
+        if (lmc_cli_is_help(argv[i])) {
+            usage(stdout);
+            return false;
+        }
+    }
+    for (int i = 1; i < argc && *rc == 0; i++) {
+        const char *arg = argv[i];
+        int f = flag(arg, argc, argv, &i, ctx);
+        if (f == 2) {
+            *rc = 2;
+        } else if (f == 1) {
+            continue;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            fprintf(stderr, "lmcache trace %s: unknown option '%s'\n\n", cmd, arg);
+            usage(stderr);
+            *rc = 2;
+        } else if (*path != NULL) {
+            fprintf(stderr, "lmcache trace %s: unexpected argument '%s'\n", cmd, arg);
+            *rc = 2;
+        } else {
+            *path = arg;
+        }
+    }
+    if (*rc != 0)
+        return false;
+    if (*path == NULL) {
+        fprintf(stderr, "lmcache trace %s: a trace FILE is required\n\n", cmd);
+        usage(stderr);
+        *rc = 2;
+        return false;
+    }
+    return true;
+}
+
 static void sub_usage(FILE *out, const char *parent, const char *summary,
                       const lmc_cli_command *subs, size_t nsubs)
 {

@@ -28,8 +28,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "analyze/analyze.h"
+#include "analyze/output.h"
 #include "cli.h"
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/flags.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -78,15 +81,20 @@ typedef struct trace_scan {
 
 /*
  * Scan an open reader to its end, counting records per qualname into ops
- * (NULL: not counted). -1 when memory runs out.
+ * (NULL: not counted) and feeding every record to keys (NULL: none; the
+ * analysis decodes the lookups' args itself). -1 when memory runs out.
  */
-static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out)
+static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out, lmc_analyze *keys)
 {
     memset(out, 0, sizeof(*out));
     double t_mono;
     const char *q;
     size_t qlen;
-    while (lmc_trace_reader_next_peek(rd, &t_mono, &q, &qlen) == LMC_OK) {
+    lmc_trace_record rec;
+    while (lmc_trace_reader_next_record(rd, &rec) == LMC_OK) {
+        t_mono = rec.t_mono;
+        q = rec.qualname;
+        qlen = rec.qualname_len;
         if (qlen == strlen(LMC_TRACE_DROPPED_QUALNAME) &&
             memcmp(q, LMC_TRACE_DROPPED_QUALNAME, qlen) == 0) {
             out->has_dropped = true;
@@ -103,6 +111,9 @@ static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out)
             return -1;
         if (n != NULL)
             (*n)++;
+        /* Last: decoding the record's args replaces q's copy of the qualname. */
+        if (keys != NULL && lmc_analyze_record(keys, rd, &rec, NULL) != LMC_OK)
+            return -1;
     }
     out->truncated = lmc_trace_reader_truncated(rd);
     return 0;
@@ -115,8 +126,8 @@ static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out)
 /* A row of LMCache's layout; both parts may come from the trace, so both are escaped. */
 static void row(const char *label, const char *value)
 {
-    char *l = lmc_text_escape_dup(label, strlen(label));
-    char *v = lmc_text_escape_dup(value, strlen(value));
+    char *l = lmc_escape_dup(label, strlen(label), 0);
+    char *v = lmc_escape_dup(value, strlen(value), 0);
     size_t n = l != NULL ? strlen(l) + 1 : 0;
     printf("  %s:%*s%s\n", l != NULL ? l : "?", n < 28 ? (int)(28 - n) : 0, "",
            v != NULL ? v : "?");
@@ -126,13 +137,15 @@ static void row(const char *label, const char *value)
 
 static void info_usage(FILE *out)
 {
-    fprintf(out, "usage: lmcache trace info [--help] [--config] FILE\n\n"
-                 "Print a trace's header fields, per-operation record counts, total records\n"
-                 "and duration (the largest record t_mono). FILE may be a pipe (/dev/stdin):\n"
-                 "it is read once. A record is counted exactly when LMCache's reader would\n"
-                 "yield it; frames it would reject are counted as malformed.\n\n"
+    fprintf(out, "usage: lmcache trace info [--help] [--config] [--format terminal|json] FILE\n\n"
+                 "Print a trace's header fields, per-operation record counts, total records,\n"
+                 "duration (the largest record t_mono), and the unique keys looked up and their\n"
+                 "footprint (the cheap summary of `lmcache trace analyze`). FILE may be a pipe\n"
+                 "(/dev/stdin): it is read once. A record is counted exactly when LMCache's\n"
+                 "reader would yield it; frames it would reject are counted as malformed.\n\n"
                  "options:\n"
-                 "  --config    print only the recorded StorageManager config (JSON, indent 2)\n");
+                 "  --config    print only the recorded StorageManager config (JSON, indent 2)\n"
+                 "  --format F  terminal (default) or json\n");
 }
 
 /* The header's config JSON, indented; 1 when the trace has none. */
@@ -153,9 +166,100 @@ static int print_config(const char *path, const lmc_trace_header *h)
     return 0;
 }
 
+/* The unique keys and footprint rows, after LMCache's block. */
+static void info_keys_rows(const lmc_analyze_result *k)
+{
+    char buf[160], a[32], b[32];
+    const char *est = k->estimated ? "~" : "";
+    snprintf(buf, sizeof(buf), "%llu (%llu keys)", (unsigned long long)k->requests,
+             (unsigned long long)k->keys);
+    row("lookups", buf);
+    snprintf(buf, sizeof(buf), "%s%llu", est, (unsigned long long)k->unique_keys);
+    row("unique_keys", buf);
+    lmc_analyze_fmt_bytes(k->footprint_bytes, a, sizeof(a));
+    lmc_analyze_fmt_bytes(k->min_object_bytes, b, sizeof(b));
+    snprintf(buf, sizeof(buf), "%s%llu bytes (%s; objects of %s%s)", est,
+             (unsigned long long)k->footprint_bytes, a, b,
+             k->max_object_bytes != k->min_object_bytes ? " and more" : "");
+    row("footprint", buf);
+    if (k->estimated) {
+        snprintf(buf, sizeof(buf), "keys sampled at rate %.4g (the file is over 2 GiB)",
+                 k->sample_rate);
+        row("estimates", buf);
+    }
+}
+
+/*
+ * `trace info --format json`: {"schema": "lmcache.trace_info", ...} (docs/cli.md).
+ * NULL when memory runs out.
+ */
+static char *info_json(const char *path, const lmc_trace_header *h, double duration, uint64_t total,
+                       bool has_dropped, uint64_t dropped, uint64_t malformed,
+                       const op_row *ops, size_t n_ops, bool truncated,
+                       const lmc_analyze_result *k)
+{
+    lmc_json *o = lmc_json_object();
+    lmc_status st = lmc_json_object_set(o, "schema", lmc_json_string("lmcache.trace_info"));
+    st |= lmc_json_object_set(o, "schema_version", lmc_json_int(1));
+    lmc_json *tool = lmc_json_object();
+    st |= lmc_json_object_set(tool, "name", lmc_json_string("lmcache"));
+    st |= lmc_json_object_set(tool, "version", lmc_json_string(LMC_VERSION));
+    st |= lmc_json_object_set(o, "tool", tool);
+    st |= lmc_json_object_set(o, "path", lmc_json_string(path));
+    lmc_json *hd = lmc_json_object();
+    st |= lmc_json_object_set(hd, "level", lmc_json_string(h->level));
+    st |= lmc_json_object_set(hd, "format_version", lmc_json_int(h->format_version));
+    st |= lmc_json_object_set(hd, "trace_schema_version", lmc_json_int(h->trace_schema_version));
+    st |= lmc_json_object_set(hd, "t_mono_start", lmc_json_float(h->t_mono_start));
+    st |= lmc_json_object_set(hd, "t_wall_start", lmc_json_float(h->t_wall_start));
+    st |= lmc_json_object_set(hd, "sm_config_digest",
+                              h->sm_config_digest[0] ? lmc_json_string(h->sm_config_digest)
+                                                     : lmc_json_null());
+    lmc_json *meta = lmc_json_object();
+    for (size_t i = 0; i < h->n_meta; i++)
+        st |= lmc_json_object_set(meta, h->meta_keys[i], lmc_json_string(h->meta_values[i]));
+    st |= lmc_json_object_set(hd, "level_meta", meta);
+    st |= lmc_json_object_set(o, "header", hd);
+    st |= lmc_json_object_set(o, "duration_s", lmc_json_float(duration));
+    st |= lmc_json_object_set(o, "total_records", lmc_json_int((int64_t)total));
+    st |= lmc_json_object_set(o, "dropped_records",
+                              has_dropped ? lmc_json_int((int64_t)dropped) : lmc_json_null());
+    st |= lmc_json_object_set(o, "malformed_records", lmc_json_int((int64_t)malformed));
+    st |= lmc_json_object_set(o, "truncated", lmc_json_bool(truncated));
+    lmc_json *counts = lmc_json_object();
+    for (size_t i = 0; i < n_ops; i++)
+        st |= lmc_json_object_set(counts, ops[i].q, lmc_json_int((int64_t)ops[i].count));
+    st |= lmc_json_object_set(o, "ops", counts);
+    lmc_json *keys = lmc_json_object();
+    st |= lmc_json_object_set(keys, "requests", lmc_json_int((int64_t)k->requests));
+    st |= lmc_json_object_set(keys, "keys_looked_up", lmc_json_int((int64_t)k->keys));
+    st |= lmc_json_object_set(keys, "unique_keys", lmc_json_int((int64_t)k->unique_keys));
+    st |= lmc_json_object_set(keys, "footprint_bytes", lmc_json_int((int64_t)k->footprint_bytes));
+    st |= lmc_json_object_set(keys, "object_bytes_min", lmc_json_int((int64_t)k->min_object_bytes));
+    st |= lmc_json_object_set(keys, "object_bytes_max", lmc_json_int((int64_t)k->max_object_bytes));
+    st |= lmc_json_object_set(keys, "estimated", lmc_json_bool(k->estimated));
+    st |= lmc_json_object_set(keys, "sample_rate", lmc_json_float(k->sample_rate));
+    st |= lmc_json_object_set(o, "keys", keys);
+    char *text = NULL;
+    size_t len;
+    if (st == LMC_OK && (text = lmc_json_dumps(o, 0, 2, &len)) != NULL) {
+        char *t = realloc(text, len + 2);
+        if (t == NULL) {
+            free(text);
+            text = NULL;
+        } else {
+            text = t;
+            memcpy(text + len, "\n", 2);
+        }
+    }
+    lmc_json_free(o);
+    return text;
+}
+
 static int cmd_trace_info(int argc, char **argv)
 {
     const char *path = NULL;
+    bool json = false;
     bool config_only = false;
     for (int i = 1; i < argc; i++) {
         if (lmc_cli_is_help(argv[i])) {
@@ -164,6 +268,13 @@ static int cmd_trace_info(int argc, char **argv)
         }
         if (strcmp(argv[i], "--config") == 0) {
             config_only = true;
+            continue;
+        }
+        bool m;
+        const char *v = lmc_flag_value("--format", argc, argv, &i, &m);
+        if (m) {
+            if (lmc_cli_parse_format("info", v, &json) != 0)
+                return 2;
             continue;
         }
         if (argv[i][0] == '-' && argv[i][1] != '\0') {
@@ -200,7 +311,14 @@ static int cmd_trace_info(int argc, char **argv)
     op_row *rows = NULL;
     trace_scan sc;
     int rc = 0;
-    if (ops == NULL || scan_records(rd, ops, &sc) != 0)
+    /* The unique keys and footprint come from the same pass (the analysis's summary). */
+    struct stat st;
+    lmc_analyze_options ko = {.file_bytes = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0};
+    lmc_analyze *keys = NULL;
+    lmc_analyze_result kr;
+    memset(&kr, 0, sizeof(kr));
+    if (ops == NULL || lmc_analyze_create(&ko, &keys, &err) != LMC_OK ||
+        scan_records(rd, ops, &sc, keys) != 0 || lmc_analyze_result_get(keys, &kr, &err) != LMC_OK)
         rc = 1;
     size_t n_ops = ops != NULL ? lmc_strmap_size(ops) : 0;
     if (rc == 0 && n_ops > 0 && (rows = calloc(n_ops, sizeof(*rows))) == NULL)
@@ -209,8 +327,25 @@ static int cmd_trace_info(int argc, char **argv)
         fprintf(stderr, "lmcache trace info: out of memory\n");
         goto out;
     }
+    for (size_t i = 0; i < n_ops; i++) {
+        rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
+        rows[i].count = lmc_strmap_value_at(ops, i);
+    }
+    qsort(rows, n_ops, sizeof(*rows), cmp_op);
+    if (json) {
+        char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped,
+                               lmc_trace_reader_malformed(rd), rows, n_ops, sc.truncated, &kr);
+        if (text == NULL) {
+            fprintf(stderr, "lmcache trace info: out of memory\n");
+            rc = 1;
+        } else {
+            fputs(text, stdout);
+            free(text);
+        }
+        goto done;
+    }
     char buf[128];
-    char *shown = lmc_text_escape_dup(path, strlen(path));
+    char *shown = lmc_escape_dup(path, strlen(path), 0);
     printf("Trace file: %s\n", shown != NULL ? shown : path);
     free(shown);
     row("level", h->level);
@@ -239,16 +374,13 @@ static int cmd_trace_info(int argc, char **argv)
     } else {
         printf("  ops:\n");
         for (size_t i = 0; i < n_ops; i++) {
-            rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
-            rows[i].count = lmc_strmap_value_at(ops, i);
-        }
-        qsort(rows, n_ops, sizeof(*rows), cmp_op);
-        for (size_t i = 0; i < n_ops; i++) {
-            char *e = lmc_text_escape_dup(rows[i].q, rows[i].len);
+            char *e = lmc_escape_dup(rows[i].q, rows[i].len, 0);
             printf("    %s: %llu\n", e != NULL ? e : "?", (unsigned long long)rows[i].count);
             free(e);
         }
     }
+    info_keys_rows(&kr);
+done:
     if (sc.truncated)
         fprintf(stderr, "lmcache trace info: warning: '%s' ends in a truncated record; the counts "
                         "above cover the complete records\n", path);
@@ -256,6 +388,8 @@ static int cmd_trace_info(int argc, char **argv)
 out:
     free(rows);
     lmc_strmap_destroy(ops);
+    lmc_analyze_result_free(&kr);
+    lmc_analyze_destroy(keys);
     lmc_trace_reader_close(rd);
     return rc;
 }
@@ -375,126 +509,119 @@ static const char *ignored_flag(int argc, char **argv, int *i, const char **v, b
 }
 
 /* 0 ok, 2 usage error (message printed). */
-static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
-{
-    memset(a, 0, sizeof(*a));
+typedef struct replay_parse {
+    replay_args *a;
+    lmc_sm_config *cfg;
     const char *ignored[sizeof(IGNORED_FLAGS) / sizeof(IGNORED_FLAGS[0])];
-    size_t n_ignored = 0;
+    size_t n_ignored;
+} replay_parse;
+
+/* One of replay's flags, the StorageManager's first (cli.h's lmc_cli_flag_fn). */
+static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
+{
+    replay_parse *p = ctx;
+    replay_args *a = p->a;
+    lmc_sm_config *cfg = p->cfg;
+    bool m;
+    const char *v;
     const char *k;
-    a->output_dir = ".";
-    a->time_scale = 1.0;
-    a->repeat = 1;
-    for (int i = 1; i < argc; i++) {
-        const char *arg = argv[i];
-        bool m;
-        const char *v;
-        lmc_error err;
-        bool consumed;
-        if (lmc_sm_config_parse_arg(cfg, argc, argv, &i, &consumed, &err) != LMC_OK) {
+    lmc_error err;
+    bool consumed;
+    if (lmc_sm_config_parse_arg(cfg, argc, argv, i, &consumed, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
+        return 2;
+    }
+    if (consumed) {
+        (*i)--; /* parse_arg advanced past what it used; the caller's loop adds one */
+        return 1;
+    }
+    if (strcmp(arg, "--verbose") == 0) {
+        a->verbose = true;
+    } else if (strcmp(arg, "--no-csv") == 0) {
+        a->no_csv = true;
+    } else if (strcmp(arg, "--json") == 0) {
+        a->json = true;
+    } else if (strcmp(arg, "--clear-l2") == 0) {
+        a->clear_l2 = true;
+    } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
+        a->quiet = true;
+    } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->jsonl_out = v;
+    } else if ((v = lmc_flag_value("--output-dir", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->output_dir = v;
+    } else if ((v = lmc_flag_value("--output", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->output = v;
+    } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
+        if (lmc_cli_parse_format("replay", v, &a->format_json) != 0)
+            return 2;
+    } else if ((v = lmc_flag_value("--time-scale", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        double s;
+        if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
             fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             return 2;
         }
-        if (consumed) {
-            i--; /* parse_arg advanced past what it used; the loop adds one */
-            continue;
-        }
-        if (strcmp(arg, "--verbose") == 0) {
-            a->verbose = true;
-        } else if (strcmp(arg, "--no-csv") == 0) {
-            a->no_csv = true;
-        } else if (strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (strcmp(arg, "--clear-l2") == 0) {
-            a->clear_l2 = true;
-        } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
-            a->quiet = true;
-        } else if ((v = lmc_flag_value("--jsonl-out", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->jsonl_out = v;
-        } else if ((v = lmc_flag_value("--output-dir", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->output_dir = v;
-        } else if ((v = lmc_flag_value("--output", argc, argv, &i, &m)) || m) {
-            if (!v || !*v)
-                goto missing;
-            a->output = v;
-        } else if ((v = lmc_flag_value("--format", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (strcmp(v, "json") == 0) {
-                a->format_json = true;
-            } else if (strcmp(v, "terminal") != 0) {
-                fprintf(stderr, "lmcache trace replay: --format: '%s' is not one of terminal, "
-                                "json\n", v);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--time-scale", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            double s;
-            if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-                return 2;
-            }
-            a->time_scale = s;
-        } else if ((v = lmc_flag_value("--repeat", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--mode", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
-                return 2;
-            }
-        } else if ((v = lmc_flag_value("--pace", argc, argv, &i, &m)) || m) {
-            if (!v)
-                goto missing;
-            if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
-                fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
-                return 2;
-            }
-        } else if ((k = ignored_flag(argc, argv, &i, &v, &m)) != NULL) {
-            if (m)
-                goto missing;
-            bool listed = false;
-            for (size_t j = 0; j < n_ignored; j++)
-                listed = listed || ignored[j] == k;
-            if (!listed)
-                ignored[n_ignored++] = k;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "lmcache trace replay: unknown option '%s'\n\n", arg);
-            replay_usage(stderr);
-            return 2;
-        } else if (a->path == NULL) {
-            a->path = arg;
-        } else {
-            fprintf(stderr, "lmcache trace replay: unexpected argument '%s'\n", arg);
+        a->time_scale = s;
+    } else if ((v = lmc_flag_value("--repeat", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_flag_parse_u64("--repeat", v, 1, MAX_REPEAT, &a->repeat, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             return 2;
         }
-        continue;
-    missing:
-        fprintf(stderr, "lmcache trace replay: %s: a value is required\n", arg);
-        return 2;
+    } else if ((v = lmc_flag_value("--mode", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
+            return 2;
+        }
+    } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
+        if (!v)
+            return lmc_cli_missing_value("replay", arg);
+        if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
+            fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
+            return 2;
+        }
+    } else if ((k = ignored_flag(argc, argv, i, &v, &m)) != NULL) {
+        if (m)
+            return lmc_cli_missing_value("replay", arg);
+        bool listed = false;
+        for (size_t j = 0; j < p->n_ignored; j++)
+            listed = listed || p->ignored[j] == k;
+        if (!listed)
+            p->ignored[p->n_ignored++] = k;
+    } else {
+        return 0;
     }
-    if (n_ignored > 0) {
+    return 1;
+}
+
+static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cfg)
+{
+    memset(a, 0, sizeof(*a));
+    a->output_dir = ".";
+    a->time_scale = 1.0;
+    a->repeat = 1;
+    replay_parse p = {.a = a, .cfg = cfg};
+    int rc; /* --help never gets here: cmd_trace_replay answers it before building a config */
+    if (!lmc_cli_parse_trace_args("replay", argc, argv, replay_flag, &p, replay_usage, &a->path,
+                                  &rc))
+        return rc;
+    if (p.n_ignored > 0) {
         char names[512];
-        lmc_names_join(ignored, n_ignored, ", ", NULL, names, sizeof(names));
+        lmc_names_join(p.ignored, p.n_ignored, ", ", NULL, names, sizeof(names));
         LMC_WARN(LOG_COMP,
                  "ignoring %s: LMCache's observability flags change nothing here (a replay never "
                  "records and has no metrics, tracing or logging subscribers)",
                  names);
-    }
-    if (a->path == NULL) {
-        fprintf(stderr, "lmcache trace replay: a trace FILE is required\n\n");
-        replay_usage(stderr);
-        return 2;
     }
     lmc_error err;
     if (lmc_sm_config_finish(cfg, &err) != LMC_OK) {
@@ -750,7 +877,7 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
         atomic_store(&p->last_ns, lmc_mono_ns());
     if (p->args->verbose) {
         /* The qualname comes from the trace: escaped before it reaches a terminal. */
-        char *q = lmc_text_escape_dup(rec->qualname, strlen(rec->qualname));
+        char *q = lmc_escape_dup(rec->qualname, strlen(rec->qualname), 0);
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
                (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
                q != NULL ? q : "?");
@@ -893,7 +1020,7 @@ static int cmd_trace_replay(int argc, char **argv)
             fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             goto out;
         }
-        scan_records(rd, NULL, &sc);
+        scan_records(rd, NULL, &sc, NULL);
         lmc_trace_reader_close(rd);
     } else {
         /* A pipe is read once, by the replay itself: its total is unknown (0) then. */
@@ -986,8 +1113,10 @@ static int cmd_trace_replay(int argc, char **argv)
         lmc_replay_summary_free(&sum);
     }
     if (res.recorder_dropped > 0)
-        fprintf(stderr, "lmcache trace replay: note: the recorder dropped %llu record(s) while "
-                        "writing this trace\n", (unsigned long long)res.recorder_dropped);
+        fprintf(stderr,
+                "lmcache trace replay: note: the recorder dropped %llu record(s) while "
+                "writing this trace\n",
+                (unsigned long long)res.recorder_dropped);
     if (res.failed > 0)
         rc = 1;
     if (res.interrupted) {
@@ -1036,6 +1165,8 @@ static const lmc_cli_command subs[] = {
     {"info", "print a trace's header, per-operation counts and duration", cmd_trace_info},
     {"replay", "replay a trace against a fresh StorageManager and report latencies",
      cmd_trace_replay},
+    {"analyze", "the workload, its reuse and the exact LRU miss-ratio curve, in one pass",
+     lmc_cmd_trace_analyze},
     {"record", "how to record a trace (capture is a server flag)", cmd_trace_record},
     {"dump", "list a trace's records, one line each (or JSONL), with filters", lmc_cmd_trace_dump},
     {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},

@@ -31,13 +31,6 @@ typedef struct tool_args {
     const char *key;        /* dump only */
 } tool_args;
 
-/* A flag given without its value: 2 (message printed). */
-static int missing_value(const char *cmd, const char *flag)
-{
-    fprintf(stderr, "lmcache trace %s: %s: a value is required\n", cmd, flag);
-    return 2;
-}
-
 /*
  * The filter flags at argv[*i]: 1 when it was one (consumed), 0 when not,
  * 2 on a usage error (message printed).
@@ -58,7 +51,7 @@ static int parse_filter_flag(tool_args *a, int argc, char **argv, int *i, bool w
         has = &a->filter.has_to;
     } else if ((v = lmc_flag_value("--qualname", argc, argv, i, &m)) || m) {
         if (v == NULL || v[0] == '\0')
-            return missing_value(a->cmd, arg);
+            return lmc_cli_missing_value(a->cmd, arg);
         if (strchr(v, '.') == NULL && !lmc_trace_op_is_method(v, strlen(v)))
             fprintf(stderr,
                     "lmcache trace %s: warning: --qualname '%s' is not a StorageManager "
@@ -68,7 +61,7 @@ static int parse_filter_flag(tool_args *a, int argc, char **argv, int *i, bool w
         return 1;
     } else if (with_key && ((v = lmc_flag_value("--key", argc, argv, i, &m)) || m)) {
         if (v == NULL)
-            return missing_value(a->cmd, arg);
+            return lmc_cli_missing_value(a->cmd, arg);
         if (lmc_trace_filter_set_key(&a->filter, v, &err) != LMC_OK) {
             fprintf(stderr, "lmcache trace %s: --key: %s\n", a->cmd, err.msg);
             return 2;
@@ -78,7 +71,7 @@ static int parse_filter_flag(tool_args *a, int argc, char **argv, int *i, bool w
         return 0;
     }
     if (v == NULL)
-        return missing_value(a->cmd, arg);
+        return lmc_cli_missing_value(a->cmd, arg);
     const char *flag = t == &a->filter.from ? "--from" : "--to";
     if (lmc_flag_parse_nonneg_double(flag, v, t, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace %s: %s\n", a->cmd, err.msg);
@@ -88,31 +81,32 @@ static int parse_filter_flag(tool_args *a, int argc, char **argv, int *i, bool w
     return 1;
 }
 
-/*
- * A command's own flag at argv[*i]: 1 when it was one (consumed), 0 when
- * not, 2 on a usage error (message printed). ctx is the command's options.
- */
-typedef int (*own_flag_fn)(const char *arg, int argc, char **argv, int *i, void *ctx);
+/* The filter flags, then the command's own. */
+typedef struct tool_flags {
+    tool_args *a;
+    bool with_key;
+    lmc_cli_flag_fn own;
+    void *ctx;
+} tool_flags;
+
+static int tool_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
+{
+    tool_flags *t = ctx;
+    int f = parse_filter_flag(t->a, argc, argv, i, t->with_key);
+    return f != 0 ? f : t->own(arg, argc, argv, i, t->ctx);
+}
 
 /*
- * Everything both commands parse: --help anywhere (usage on stdout, *rc 0),
- * the filter flags, the command's own flags, one FILE; then the checks
- * (FILE given, the window not empty). Returns true when the command should
- * run; otherwise *rc is the exit code (messages printed). Free a->qualnames
- * either way.
+ * Everything both commands parse (cli.h's lmc_cli_parse_trace_args with
+ * the filter flags and the command's own, own), then the window check.
+ * Returns true when the command should run; otherwise *rc is the exit
+ * code (messages printed). Free a->qualnames either way.
  */
 static bool parse_tool(tool_args *a, const char *cmd, int argc, char **argv, bool with_key,
-                       own_flag_fn own, void *ctx, void (*usage)(FILE *), int *rc)
+                       lmc_cli_flag_fn own, void *ctx, void (*usage)(FILE *), int *rc)
 {
     memset(a, 0, sizeof(*a));
     a->cmd = cmd;
-    *rc = 0;
-    for (int i = 1; i < argc; i++) {
-        if (lmc_cli_is_help(argv[i])) {
-            usage(stdout);
-            return false;
-        }
-    }
     a->qualnames = calloc((size_t)argc + 1, sizeof(*a->qualnames));
     if (a->qualnames == NULL) {
         fprintf(stderr, "lmcache trace %s: out of memory\n", cmd);
@@ -120,34 +114,9 @@ static bool parse_tool(tool_args *a, const char *cmd, int argc, char **argv, boo
         return false;
     }
     a->filter.qualnames = a->qualnames;
-    for (int i = 1; i < argc && *rc == 0; i++) {
-        const char *arg = argv[i];
-        int f = parse_filter_flag(a, argc, argv, &i, with_key);
-        if (f == 0)
-            f = own(arg, argc, argv, &i, ctx);
-        if (f == 2) {
-            *rc = 2;
-        } else if (f == 1) {
-            continue;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            fprintf(stderr, "lmcache trace %s: unknown option '%s'\n\n", cmd, arg);
-            usage(stderr);
-            *rc = 2;
-        } else if (a->path != NULL) {
-            fprintf(stderr, "lmcache trace %s: unexpected argument '%s'\n", cmd, arg);
-            *rc = 2;
-        } else {
-            a->path = arg;
-        }
-    }
-    if (*rc != 0)
+    tool_flags t = {a, with_key, own, ctx};
+    if (!lmc_cli_parse_trace_args(cmd, argc, argv, tool_flag, &t, usage, &a->path, rc))
         return false;
-    if (a->path == NULL) {
-        fprintf(stderr, "lmcache trace %s: a trace FILE is required\n\n", cmd);
-        usage(stderr);
-        *rc = 2;
-        return false;
-    }
     /* An empty window selects nothing: surely a mistake. */
     double from = a->filter.has_from ? a->filter.from : 0.0;
     if (a->filter.has_to && !(from < a->filter.to)) {
@@ -191,7 +160,7 @@ static int dump_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
         opt->header = false;
     } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
         if (v == NULL)
-            return missing_value("dump", arg);
+            return lmc_cli_missing_value("dump", arg);
         if (strcmp(v, "jsonl") == 0) {
             opt->format = LMC_TRACE_DUMP_JSONL;
         } else if (strcmp(v, "text") != 0) {
@@ -200,7 +169,7 @@ static int dump_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
         }
     } else if ((v = lmc_flag_value("--limit", argc, argv, i, &m)) || m) {
         if (v == NULL)
-            return missing_value("dump", arg);
+            return lmc_cli_missing_value("dump", arg);
         if (lmc_flag_parse_u64("--limit", v, 1, UINT64_MAX, &opt->limit, &err) != LMC_OK) {
             fprintf(stderr, "lmcache trace dump: %s\n", err.msg);
             return 2;
@@ -267,11 +236,11 @@ static int slice_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
     if ((v = lmc_flag_value("-o", argc, argv, i, &m)) || m ||
         (v = lmc_flag_value("--output", argc, argv, i, &m)) || m) {
         if (v == NULL || v[0] == '\0')
-            return missing_value("slice", arg);
+            return lmc_cli_missing_value("slice", arg);
         s->out = v;
     } else if ((v = lmc_flag_value("--max-records", argc, argv, i, &m)) || m) {
         if (v == NULL)
-            return missing_value("slice", arg);
+            return lmc_cli_missing_value("slice", arg);
         if (lmc_flag_parse_u64("--max-records", v, 1, UINT64_MAX, &s->opt.max_records, &err) !=
             LMC_OK) {
             fprintf(stderr, "lmcache trace slice: %s\n", err.msg);

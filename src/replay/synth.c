@@ -130,6 +130,21 @@ static lmc_trace_arg layout_arg(const lmc_layout_desc *layout)
     return (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = layout}};
 }
 
+/* submit_prefetch_task of n keys for request number i, as a server issues it (PREFIX trim). */
+static void synth_lookup(synth_file *s, double t, size_t i, lmc_tv *items,
+                         const lmc_object_key *keys, size_t n, const lmc_layout_desc *layout)
+{
+    char rid[32];
+    int rid_len = snprintf(rid, sizeof(rid), "req-%zu", i);
+    lmc_trace_arg args[4] = {
+        layout_arg(layout),
+        {"extra_count", 11, lmc_tv_int(0)},
+        {"external_request_id", 19, lmc_tv_str(rid, (size_t)rid_len)},
+        {"policy", 6, {.kind = LMC_TV_TRIM_POLICY, .u.trim = LMC_TRIM_PREFIX}},
+    };
+    synth_record(s, t, P "submit_prefetch_task", items, keys, n, args, 4);
+}
+
 bool lmc_replay_synth_mooncake_path(char *buf, size_t len)
 {
     const char *f = __FILE__;
@@ -163,30 +178,82 @@ static lmc_status synth_begin(synth_file *s, const char *path, size_t max_keys,
     return st == LMC_OK ? synth_open(s, path, err) : st;
 }
 
-lmc_status lmc_replay_synth_store_pairs(const char *path, size_t n, size_t keys_per_record,
-                                        double gap_s, size_t distinct, lmc_error *err)
+/* Record i of a writer of n keyed records (keys and items have room for k keys). */
+typedef void (*keyed_record_fn)(synth_file *s, size_t i, lmc_object_key *keys, lmc_tv *items,
+                                const lmc_layout_desc *layout, void *ctx, lmc_error *err);
+
+/* n records of at most k keys of 4 KiB, each written by fn. */
+static lmc_status synth_keyed(const char *path, size_t n, size_t k, keyed_record_fn fn, void *ctx,
+                              lmc_error *err)
 {
     synth_file s;
     lmc_object_key *keys = NULL;
     lmc_tv *items = NULL;
     lmc_layout_desc layout;
-    lmc_status st = synth_begin(&s, path, keys_per_record, 4096, &keys, &items, &layout, err);
+    lmc_status st = synth_begin(&s, path, k, 4096, &keys, &items, &layout, err);
     if (st != LMC_OK)
         goto out;
-    lmc_trace_arg extra[2] = {layout_arg(&layout), {"mode", 4, lmc_tv_str("new", 3)}};
-    for (size_t i = 0; i < n && s.st == LMC_OK; i++) {
-        size_t pair = (i / 2) % (distinct > 0 ? distinct : 1);
-        for (size_t k = 0; k < keys_per_record && s.st == LMC_OK; k++)
-            s.st = make_key(&keys[k], pair * keys_per_record + k, 0, 32, err);
-        bool reserve = i % 2 == 0;
-        synth_record(&s, (double)i * gap_s, reserve ? P "reserve_write" : P "finish_write", items,
-                     keys, keys_per_record, extra, reserve ? 2 : 0);
-    }
+    for (size_t i = 0; i < n && s.st == LMC_OK; i++)
+        fn(&s, i, keys, items, &layout, ctx, err);
     st = synth_close(&s);
 out:
     free(keys);
     free(items);
     return st;
+}
+
+typedef struct pairs_ctx {
+    size_t k, distinct;
+    double gap_s;
+} pairs_ctx;
+
+static void pair_record(synth_file *s, size_t i, lmc_object_key *keys, lmc_tv *items,
+                        const lmc_layout_desc *layout, void *ctx, lmc_error *err)
+{
+    const pairs_ctx *c = ctx;
+    lmc_trace_arg extra[2] = {layout_arg(layout), {"mode", 4, lmc_tv_str("new", 3)}};
+    size_t pair = (i / 2) % (c->distinct > 0 ? c->distinct : 1);
+    for (size_t k = 0; k < c->k && s->st == LMC_OK; k++)
+        s->st = make_key(&keys[k], pair * c->k + k, 0, 32, err);
+    bool reserve = i % 2 == 0;
+    synth_record(s, (double)i * c->gap_s, reserve ? P "reserve_write" : P "finish_write", items,
+                 keys, c->k, extra, reserve ? 2 : 0);
+}
+
+lmc_status lmc_replay_synth_store_pairs(const char *path, size_t n, size_t keys_per_record,
+                                        double gap_s, size_t distinct, lmc_error *err)
+{
+    pairs_ctx c = {keys_per_record, distinct, gap_s};
+    return synth_keyed(path, n, keys_per_record, pair_record, &c, err);
+}
+
+/* ---------------------------------------------------------------------- */
+/* Lookups                                                                 */
+/* ---------------------------------------------------------------------- */
+
+typedef struct lookups_ctx {
+    size_t k, documents;
+    double gap_s;
+    uint64_t rng;
+} lookups_ctx;
+
+static void lookup_record(synth_file *s, size_t i, lmc_object_key *keys, lmc_tv *items,
+                          const lmc_layout_desc *layout, void *ctx, lmc_error *err)
+{
+    lookups_ctx *c = ctx;
+    c->rng = lmc_splitmix64(c->rng);
+    double u = (double)(c->rng >> 11) / 9007199254740992.0; /* [0, 1) */
+    size_t doc = (size_t)(u * u * (double)c->documents);
+    for (size_t k = 0; k < c->k && s->st == LMC_OK; k++)
+        s->st = make_key(&keys[k], doc, k, 32, err);
+    synth_lookup(s, (double)i * c->gap_s, i, items, keys, c->k, layout);
+}
+
+lmc_status lmc_replay_synth_lookups(const char *path, size_t n, size_t keys_per_record,
+                                    double gap_s, size_t documents, lmc_error *err)
+{
+    lookups_ctx c = {keys_per_record, documents > 0 ? documents : 1, gap_s, 1};
+    return synth_keyed(path, n, keys_per_record, lookup_record, &c, err);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -342,15 +409,7 @@ lmc_status lmc_replay_synth_workload(const lmc_workload *w, const char *path,
         size_t hits = 0;
         while (hits < n && lmc_keymap_get(seen, &keys[hits]) != NULL)
             hits++;
-        char rid[32];
-        int rid_len = snprintf(rid, sizeof(rid), "req-%zu", i);
-        lmc_trace_arg prefetch_args[4] = {
-            layout_arg(&layout),
-            {"extra_count", 11, lmc_tv_int(0)},
-            {"external_request_id", 19, lmc_tv_str(rid, (size_t)rid_len)},
-            {"policy", 6, {.kind = LMC_TV_TRIM_POLICY, .u.trim = LMC_TRIM_PREFIX}},
-        };
-        synth_record(&s, t, P "submit_prefetch_task", items, keys, n, prefetch_args, 4);
+        synth_lookup(&s, t, i, items, keys, n, &layout);
         in->records++;
         in->span_s = t;
         pending p = {

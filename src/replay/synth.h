@@ -8,6 +8,11 @@
  *   store pairs   n records alternating reserve_write(new) and
  *                 finish_write of k keys, gap seconds apart; keys repeat
  *                 every `distinct` pairs (the replay benchmark's loop).
+ *   lookups       n submit_prefetch_task records of k keys, gap seconds
+ *                 apart: record i looks up the k chunks (4 KiB objects) of
+ *                 document d = floor(D u^2), u uniform in [0, 1) from a
+ *                 fixed seed, out of D documents: a few documents come back
+ *                 often, most rarely (the analysis benchmark's trace).
  *   workload      the calls a server makes for each request of a workload
  *                 (client/workload.h: a Mooncake trace or the synthetic
  *                 chat), at the request's arrival time: one chunk key per
@@ -36,6 +41,10 @@
 /* n records of keys_per_record keys of 4 KiB; LMC_ERR_IO naming path, or LMC_ERR_NOMEM. */
 lmc_status lmc_replay_synth_store_pairs(const char *path, size_t n, size_t keys_per_record,
                                         double gap_s, size_t distinct, lmc_error *err);
+
+/* n lookups of keys_per_record keys over `documents` documents (see above); errors as above. */
+lmc_status lmc_replay_synth_lookups(const char *path, size_t n, size_t keys_per_record,
+                                    double gap_s, size_t documents, lmc_error *err);
 
 typedef struct lmc_replay_synth_options {
     size_t max_requests;   /* 0: every request of the workload */

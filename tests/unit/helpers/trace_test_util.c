@@ -214,21 +214,66 @@ void tt_write_file(const char *path, const void *p, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
+/* The Header frame of a storage-level trace of the given schema and config digest into sb. */
+static void storage_header(msgpack_sbuffer *sb, int64_t schema, const char *digest,
+                           double t_mono_start, double t_wall_start)
+{
+    lmc_trace_header h;
+    memset(&h, 0, sizeof(h));
+    memcpy(h.magic, LMC_TRACE_MAGIC, 4);
+    h.magic_len = 4;
+    h.format_version = LMC_TRACE_FORMAT_VERSION;
+    h.level = "storage";
+    h.trace_schema_version = schema;
+    h.t_mono_start = t_mono_start;
+    h.t_wall_start = t_wall_start;
+    h.sm_config_json = "";
+    h.sm_config_digest = (char *)digest;
+    assert_int_equal(lmc_trace_encode_header(sb, &h, NULL), LMC_OK);
+}
+
+void tt_trace_file_init(tt_trace_file *f, const char *digest)
+{
+    memset(f, 0, sizeof(*f));
+    tt_tmpdir(f->dir);
+    snprintf(f->path, sizeof(f->path), "%s/t.lct", f->dir);
+    msgpack_sbuffer_init(&f->sb);
+    storage_header(&f->sb, 2, digest, 0, 0);
+}
+
+void tt_trace_file_write(const tt_trace_file *f)
+{
+    tt_write_file(f->path, f->sb.data, f->sb.size);
+}
+
+void tt_trace_file_free(tt_trace_file *f)
+{
+    msgpack_sbuffer_destroy(&f->sb);
+    tt_rmtree(f->dir);
+}
+
+int tt_trace_file_setup(void **state)
+{
+    tt_trace_file *f = calloc(1, sizeof(*f));
+    assert_non_null(f);
+    tt_trace_file_init(f, "abc");
+    tt_log_capture_start();
+    *state = f;
+    return 0;
+}
+
+int tt_trace_file_teardown(void **state)
+{
+    tt_log_capture_stop();
+    tt_trace_file_free(*state);
+    free(*state);
+    return 0;
+}
+
 void tt_trace_begin(tt_trace *t, int64_t schema)
 {
     msgpack_sbuffer_init(&t->buf);
-    lmc_trace_header h;
-    memset(&h, 0, sizeof(h));
-    memcpy(h.magic, "LMCT", 4);
-    h.magic_len = 4;
-    h.format_version = 1;
-    h.level = "storage";
-    h.trace_schema_version = schema;
-    h.t_mono_start = 100.0;
-    h.t_wall_start = 1700000000.0;
-    h.sm_config_json = "";
-    h.sm_config_digest = "";
-    assert_int_equal(lmc_trace_encode_header(&t->buf, &h, NULL), LMC_OK);
+    storage_header(&t->buf, schema, "", 100.0, 1700000000.0);
 }
 
 static void keys_record(tt_trace *t, double t_mono, const char *qualname,

@@ -71,5 +71,28 @@ void tt_rmtree(const char *path);
 /* Write bytes to a file (replacing it); fails the test on error. */
 void tt_write_file(const char *path, const void *p, size_t n);
 
+/*
+ * A trace file built in memory: dir is a fresh temporary directory, path
+ * dir/t.lct, and sb starts with the Header frame of a storage-level trace
+ * of schema 2 (sm_config_json "", the digest given; "" for none). Append
+ * records with lmc_trace_encode_record, then tt_trace_file_write; free
+ * removes the directory.
+ */
+typedef struct tt_trace_file {
+    char dir[64];
+    char path[128];
+    msgpack_sbuffer sb;
+} tt_trace_file;
+
+void tt_trace_file_init(tt_trace_file *f, const char *digest);
+void tt_trace_file_write(const tt_trace_file *f);
+void tt_trace_file_free(tt_trace_file *f);
+
+/*
+ * cmocka setup and teardown around a tt_trace_file (digest "abc") in
+ * *state, with the log captured.
+ */
+int tt_trace_file_setup(void **state);
+int tt_trace_file_teardown(void **state);
 
 #endif
