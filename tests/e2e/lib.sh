@@ -37,6 +37,28 @@ free_port() {
         echo $((20000 + RANDOM % 20000))
 }
 
+# start_server PORT LOG [server flags...]: `lmcache server` in the background (INFO log to LOG),
+# its pid in SERVER (and PIDS); 1 when it does not come up (wait_listening).
+start_server() {
+    local port=$1 log=$2
+    shift 2
+    LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$port" "$@" 2> "$log" &
+    SERVER=$!
+    PIDS+=("$SERVER")
+    wait_listening "$log" "$SERVER"
+}
+
+# wait_listening LOG PID: the server PID logged "listening on" to LOG (within 10 s); 1 when it
+# exited or never did.
+wait_listening() {
+    for _ in $(seq 1 100); do
+        grep -q "listening on" "$1" 2>/dev/null && return 0
+        kill -0 "$2" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
 # A value from a JSON file: json_get FILE 'r["a"]["b"]'
 json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 

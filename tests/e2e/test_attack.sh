@@ -15,38 +15,10 @@
 # Adding an attack: write a function attack_<name> (exit status 0 when the
 # server resisted) and add <name> to ATTACKS.
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
+. "$(dirname "$0")/lib.sh" "$@"
 ATTACK="$TOOLS/attack"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
 
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
-
-start_server() { # port log extra-args...
-    local port=$1 log=$2
-    shift 2
-    LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$port" --eviction-policy LRU "$@" 2> "$log" &
-    SERVER=$!
-    PIDS+=("$SERVER")
-    for _ in $(seq 1 100); do
-        grep -q "listening on" "$log" 2>/dev/null && return 0
-        kill -0 "$SERVER" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
-}
 
 # Under a sanitizer RSS says nothing (ASan's quarantine keeps freed memory): reported only.
 if ldd "$LMCACHE" 2>/dev/null | grep -q 'lib[at]san'; then
@@ -64,7 +36,8 @@ BENCH=(--bytes-per-token 1024 --blocks 2048 --users 16 --rounds 4 --concurrency 
 PORT=$(free_port)
 POOL_NAME="attack-$$"
 POOL="lmcache_l1_pool_$POOL_NAME" # the server's L1 pool in /dev/shm
-start_server "$PORT" "$T/server.log" --max-workers 2 --l1-size-gb 0.06 --shm-name "$POOL_NAME" \
+start_server "$PORT" "$T/server.log" --eviction-policy LRU --max-workers 2 --l1-size-gb 0.06 \
+    --shm-name "$POOL_NAME" \
     --session-ttl-s $TTL --message-timeout-s $MSG_TIMEOUT --max-connections $MAX_CONNS \
     --max-cache-salts 2000 --max-sessions $MAX_SESSIONS --l1-read-ttl-seconds 60 \
     --counters-output "$T/counters.json"
@@ -187,7 +160,8 @@ expect "the server removed its pool" $?
 # --- a slow L2 and one worker --------------------------------------------------------
 PORT=$(free_port)
 mkdir -p "$T/l2"
-start_server "$PORT" "$T/slow.log" --l1-size-gb 0.02 --max-workers 1 --l2-adapter \
+start_server "$PORT" "$T/slow.log" --eviction-policy LRU --l1-size-gb 0.02 --max-workers 1 \
+    --l2-adapter \
     "{\"type\": \"fault_inject\", \"delay_rate\": 1, \"delay_ms\": 3000, \"inner\": {\"type\": \"fs\", \"base_path\": \"$T/l2\"}}"
 expect "the slow-L2 server starts" $?
 "$ATTACK" slow-l2 127.0.0.1 "$PORT" > "$T/slow.out" 2>&1
@@ -198,7 +172,7 @@ wait "$SERVER"
 
 # --- start-up hardening --------------------------------------------------------------
 PORT=$(free_port)
-start_server "$PORT" "$T/open.log" --l1-size-gb 0.02 --host 0.0.0.0
+start_server "$PORT" "$T/open.log" --eviction-policy LRU --l1-size-gb 0.02 --host 0.0.0.0
 expect "a server on 0.0.0.0 starts" $?
 grep -q 'is not a loopback address and the server has no authentication' "$T/open.log"
 expect "a non-loopback --host warns that there is no authentication" $?
@@ -208,5 +182,4 @@ wait "$SERVER"
 [ $? = 2 ] && grep -q 'pass --allow-l1-over-ram' "$T/huge.err"
 expect "an L1 pool above physical memory is refused: $(cat "$T/huge.err")" $?
 
-echo "test_attack: $pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_attack
