@@ -331,7 +331,7 @@ static int cmd_trace_info(int argc, char **argv)
         rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
         rows[i].count = lmc_strmap_value_at(ops, i);
     }
-    if (n_ops > 0) /* rows is NULL then */
+    if (n_ops > 0) /* rows stays NULL when there are none */
         qsort(rows, n_ops, sizeof(*rows), cmp_op);
     if (json) {
         char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped,
