@@ -90,7 +90,7 @@ struct lmc_analyze {
     const char *q_lookup, *q_read;
     size_t q_lookup_len, q_read_len;
     lmc_analyze_result tot; /* the scalar totals (no arrays) */
-    lmc_tbuckets buckets; /* of lmc_analyze_bucket */
+    lmc_tbuckets buckets;   /* of lmc_analyze_bucket */
 };
 
 static bool apply(void *ctx, const lmc_analyze_access *v, size_t n);
