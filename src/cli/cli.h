@@ -56,6 +56,13 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
                               void *ctx, void (*usage)(FILE *), const char **path, int *rc);
 
 /*
+ * `lmcache trace` and argv (argv[0] the subcommand) as one shell-quoted
+ * string, for reports and results that name their command; the caller
+ * frees it (NULL when memory runs out).
+ */
+char *lmc_cli_command_line(int argc, char **argv);
+
+/*
  * Dispatch argv[1] among subs (argv[0] is the parent command's name, e.g.
  * "trace"). Prints the parent's usage for --help (exit 0) and for a missing
  * or unknown subcommand (exit 2).

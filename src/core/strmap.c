@@ -74,7 +74,7 @@ static bool grow(lmc_strmap *m)
 
 uint64_t *lmc_strmap_slot(lmc_strmap *m, const char *key, size_t len, bool *created)
 {
-    uint64_t h = XXH3_64bits(key, len);
+    uint64_t h = lmc_str_hash(key, len);
     size_t s = (size_t)h & (m->cap - 1);
     for (; m->slots[s] != 0; s = (s + 1) & (m->cap - 1)) {
         entry *e = &m->entries[m->slots[s] - 1];
@@ -126,4 +126,9 @@ const char *lmc_strmap_key_at(const lmc_strmap *m, size_t i, size_t *len)
 uint64_t lmc_strmap_value_at(const lmc_strmap *m, size_t i)
 {
     return m->entries[i].value;
+}
+
+uint64_t lmc_str_hash(const char *s, size_t len)
+{
+    return XXH3_64bits(s, len);
 }

@@ -34,4 +34,11 @@ size_t lmc_strmap_size(const lmc_strmap *m);
 const char *lmc_strmap_key_at(const lmc_strmap *m, size_t i, size_t *len);
 uint64_t lmc_strmap_value_at(const lmc_strmap *m, size_t i);
 
+/*
+ * The hash the map uses (XXH3-64 of the bytes), for tables that key by a
+ * string themselves (the per-cache_salt tables of the eviction controller,
+ * IsolatedLRU and the L2 usage accounting): one string hash for all.
+ */
+uint64_t lmc_str_hash(const char *s, size_t len);
+
 #endif

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "core/strmap.h"
 #include "l2/adapter_impl.h"
 #include "l2/worker.h"
 
@@ -549,14 +550,10 @@ bool lmc_l2_adapter_take_load_result(lmc_l2_adapter *a, uint64_t task_id, lmc_bi
 /* Usage and listeners                                                  */
 /* ------------------------------------------------------------------ */
 
+/* cache_salt strings hash as core/strmap's keys do. */
 static uint64_t salt_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-    for (; *s != '\0'; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ULL;
-    }
-    return h;
+    return lmc_str_hash(s, strlen(s));
 }
 
 /* The slot of salt, or the empty slot where it would go. Caller holds usage_lock. */

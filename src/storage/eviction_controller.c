@@ -45,6 +45,7 @@
 
 #include "core/keyvec.h"
 #include "core/log.h"
+#include "core/strmap.h"
 
 #define LOG_COMP "evict"
 
@@ -66,14 +67,10 @@ typedef struct salt_set {
     uint64_t dropped; /* inserts that failed for lack of memory */
 } salt_set;
 
+/* cache_salt strings hash as core/strmap's keys do. */
 static uint64_t salt_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return lmc_str_hash(s, strlen(s));
 }
 
 static void salt_set_init(salt_set *ss)

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "core/log.h"
+#include "core/strmap.h"
 #include "storage/eviction.h"
 #include "storage/lru_list.h"
 
@@ -47,14 +48,10 @@ typedef struct isolated {
 
 #define INITIAL_SLOTS 16
 
+/* cache_salt strings hash as core/strmap's keys do. */
 static uint64_t salt_hash(const char *s)
 {
-    uint64_t h = 1469598103934665603ull; /* FNV-1a */
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 1099511628211ull;
-    }
-    return h;
+    return lmc_str_hash(s, strlen(s));
 }
 
 static const char *salt_of(const lmc_object_key *key)

@@ -36,7 +36,7 @@ BENCH=(--bytes-per-token 1024 --blocks 2048 --users 16 --rounds 4 --concurrency 
 PORT=$(free_port)
 POOL_NAME="attack-$$"
 POOL="lmcache_l1_pool_$POOL_NAME" # the server's L1 pool in /dev/shm
-start_server "$PORT" "$T/server.log" --eviction-policy LRU --max-workers 2 --l1-size-gb 0.06 \
+LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/server.log" --eviction-policy LRU --max-workers 2 --l1-size-gb 0.06 \
     --shm-name "$POOL_NAME" \
     --session-ttl-s $TTL --message-timeout-s $MSG_TIMEOUT --max-connections $MAX_CONNS \
     --max-cache-salts 2000 --max-sessions $MAX_SESSIONS --l1-read-ttl-seconds 60 \
@@ -160,7 +160,7 @@ expect "the server removed its pool" $?
 # --- a slow L2 and one worker --------------------------------------------------------
 PORT=$(free_port)
 mkdir -p "$T/l2"
-start_server "$PORT" "$T/slow.log" --eviction-policy LRU --l1-size-gb 0.02 --max-workers 1 \
+LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/slow.log" --eviction-policy LRU --l1-size-gb 0.02 --max-workers 1 \
     --l2-adapter \
     "{\"type\": \"fault_inject\", \"delay_rate\": 1, \"delay_ms\": 3000, \"inner\": {\"type\": \"fs\", \"base_path\": \"$T/l2\"}}"
 expect "the slow-L2 server starts" $?
@@ -172,7 +172,7 @@ wait "$SERVER"
 
 # --- start-up hardening --------------------------------------------------------------
 PORT=$(free_port)
-start_server "$PORT" "$T/open.log" --eviction-policy LRU --l1-size-gb 0.02 --host 0.0.0.0
+LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/open.log" --eviction-policy LRU --l1-size-gb 0.02 --host 0.0.0.0
 expect "a server on 0.0.0.0 starts" $?
 grep -q 'is not a loopback address and the server has no authentication' "$T/open.log"
 expect "a non-loopback --host warns that there is no authentication" $?

@@ -6,11 +6,12 @@
 set -u
 . "$(dirname "$0")/lib.sh" "$@"
 
-start_recording() { # port log trace extra-args...
+# start_traced PORT LOG TRACE [server flags...]: start_server, tracing to TRACE.
+start_traced() {
     local port=$1 log=$2 trace=$3
     shift 3
-    start_server "$port" "$log" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
-        --trace-level storage --trace-output "$trace" "$@"
+    LMCACHE_LOG_LEVEL=INFO start_server "$port" "$log" --max-workers 2 --l1-size-gb 0.03 \
+        --eviction-policy LRU --trace-level storage --trace-output "$trace" "$@"
 }
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
@@ -19,7 +20,7 @@ P=lmcache.v1.distributed.storage_manager.StorageManager
 # --- 1. record a workload, stop with SIGTERM ---------------------------------
 PORT=$(free_port)
 mkdir -p "$T/l2"
-start_recording "$PORT" "$T/server.log" "$T/rec.lct" \
+start_traced "$PORT" "$T/server.log" "$T/rec.lct" \
     --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2\"}" --counters-output "$T/counters.json"
 expect "the server starts" $?
 
@@ -63,7 +64,7 @@ grep -q "Records failed:  *0$" "$T/replay.out"; expect "the replay has 0 failed 
 
 # --- 2. kill -9 of a recording server leaves a readable trace ------------------
 PORT=$(free_port)
-start_recording "$PORT" "$T/server9.log" "$T/kill9.lct"
+start_traced "$PORT" "$T/server9.log" "$T/kill9.lct"
 expect "a second server starts" $?
 "$LMCACHE" bench server --port "$PORT" --users 4 --rounds 3 > /dev/null 2>&1
 kill -9 "$SERVER"

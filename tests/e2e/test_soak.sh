@@ -4,10 +4,11 @@
 # clients killed mid-request, connections that vanish mid-message, clients
 # that truncate their region and that unregister it mid-request
 # (tests/tools/attack.c's attacks, in a loop), clear calls racing
-# everything, and a burst of garbage, for SOAK_SECONDS
-# (default 20; scripts/soak runs it longer). At the end: 0 corrupt chunks, L1 memcheck clean, no lock left held
-# once the TTLs pass, the trace's counts equal the server's counters, and a
-# replay of the trace completes with 0 failed records.
+# everything, and a burst of garbage, for SOAK_SECONDS (default 20;
+# scripts/soak runs it longer). At the end: 0 corrupt chunks, L1 memcheck
+# clean, no lock left held once the TTLs pass, the trace's counts equal the
+# server's counters, and a replay of the trace completes with 0 failed
+# records.
 # Usage: test_soak.sh path/to/lmcache path/to/tools-dir
 set -u
 LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
