@@ -1859,6 +1859,13 @@ static int soak_vanish(long seconds)
     return 0;
 }
 
+/*
+ * Between two rounds of a soak loop: a misbehaving client among others, not
+ * a flood (flat out, these two alone would make more trace events than the
+ * recorder's queue holds while the other clients keep both cores busy).
+ */
+#define SOAK_PAUSE_NS (5 * 1000 * 1000)
+
 /* The truncate attack for seconds, lenient about what other clients do to L1 meanwhile. */
 static int soak_truncate(long seconds)
 {
@@ -1872,6 +1879,7 @@ static int soak_truncate(long seconds)
     while (lmc_mono_ms() < end) {
         bad += truncate_round(&c, &r, 7001, "attack-trunc", seed + 2u * (uint32_t)rounds, false);
         rounds++;
+        lmc_sleep_ns(SOAK_PAUSE_NS);
     }
     truncate_teardown(&c, &r);
     printf("soak-truncate: %ld regions truncated and grown back, %ld failed\n", rounds, bad);
@@ -1885,8 +1893,10 @@ static int soak_unregister(long seconds)
     race_setup(&x);
     uint64_t end = lmc_mono_ms() + (uint64_t)seconds * 1000;
     int rounds = 0;
-    while (lmc_mono_ms() < end)
+    while (lmc_mono_ms() < end) {
         race_round(&x, rounds++);
+        lmc_sleep_ns(SOAK_PAUSE_NS);
+    }
     race_teardown(&x);
     printf("soak-unregister: %d rounds of requests racing unregister_kv_cache\n", rounds);
     return 0;
