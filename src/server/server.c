@@ -19,6 +19,13 @@
  * has not finished its handshake after HANDSHAKE_TIMEOUT_MS is closed.
  * libzmq itself keeps at most ZMQ_RCVHWM raw chunks per connection.
  *
+ * Connections: the table numbers each one (lmc_request.conn_id, never
+ * reused) and keeps its socket's fd and SO_COOKIE, so that the uid of the
+ * client's process (peer_uid.h, the region rule of regions.h) is asked of
+ * the kernel on its own socket at its first register_kv_cache; when the
+ * table drops a connection, lmc_op_connection_closed releases what it left
+ * (its regions).
+ *
  * Request path: the loop thread feeds a connection's bytes to its parser;
  * a whole message [uid, op, payload...] is either answered right there (an
  * operation ops.def marks as a loop-thread one, when the message is small)
