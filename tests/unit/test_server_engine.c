@@ -482,6 +482,41 @@ static void test_a_retrieve_without_the_session_s_lock_reads_and_releases_nothin
     assert_int_equal(c.read_enter, 1); /* the refused ones never touched L1 */
 }
 
+/* A copy seam whose retrieve fails at chunk 1 (a region truncated under the copy). */
+static lmc_status fail_from(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err)
+{
+    (void)ctx, (void)obj;
+    return chunk == 1 ? lmc_error_set(err, LMC_ERR_IO, "the region shrank") : LMC_OK;
+}
+
+static void test_a_retrieve_whose_copy_fails_releases_what_it_claimed_once(void **state)
+{
+    fixture *f = *state;
+    store_all(f, 1);
+    lookup(f, "bystander", 1, 1);
+    lookup(f, "a", 1, 2); /* two readers: two locks per key */
+    assert_int_equal(wait_hits(f->e, "bystander"), N_CHUNKS);
+    assert_int_equal(wait_hits(f->e, "a"), N_CHUNKS);
+    assert_locks(f, 1, 3, "after the lookups");
+    size_t n;
+    lmc_object_key *keys = rank_keys(f, 1, 0, 0, &n);
+    lmc_kv_copy failing = {.from_object = fail_from};
+    bool ok = true;
+    lmc_error err;
+    assert_int_equal(lmc_engine_retrieve(f->e, "a", keys, n, 0, 0, &failing, &ok, &err),
+                     LMC_ERR_IO);
+    assert_false(ok);
+    /* The claimed lock of each key went with the failed copy; the session keeps its other. */
+    assert_locks(f, 1, 2, "after the failed retrieve");
+    assert_true(retrieve(f, "a", 1, 0, 0));
+    assert_false(retrieve(f, "a", 1, 0, 0)); /* both readers' locks are used */
+    lmc_engine_free_lookup_locks(f->e, "a");
+    assert_locks(f, 1, 1, "after free_lookup_locks: the bystander's lock stays");
+    lmc_engine_end_session(f->e, "bystander");
+    assert_locks(f, 1, 0, "after the bystander ended");
+    free(keys);
+}
+
 /* One step of a session's end game. */
 typedef enum step { RETRIEVE_0, RETRIEVE_1, FREE_LOCKS, END_SESSION } step;
 
@@ -777,6 +812,8 @@ int main(void)
             test_a_retrieve_without_the_session_s_lock_reads_and_releases_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_every_order_of_retrieve_free_and_end_releases_each_lock_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_retrieve_whose_copy_fails_releases_what_it_claimed_once, setup, teardown),
         cmocka_unit_test(test_sessions_past_the_read_ttl_release_nothing),
         cmocka_unit_test(test_free_lookup_locks_of_a_slow_prefetch_returns_at_once),
         cmocka_unit_test(test_a_lookup_past_max_sessions_is_refused_until_one_ends),
