@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/strbuf.h"
+#include "report/html.h"
 
 bool lmc_cli_is_help(const char *arg)
 {
@@ -68,6 +70,39 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
         return false;
     }
     return true;
+}
+
+char *lmc_cli_command_line(int argc, char **argv)
+{
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    lmc_strbuf_puts(&b, "lmcache trace");
+    for (int i = 0; i < argc; i++) {
+        lmc_strbuf_puts(&b, " ");
+        bool plain = argv[i][0] != '\0' && strpbrk(argv[i], " \t\n'\"\\$`*?[]{}()<>|;&~#") == NULL;
+        if (plain) {
+            lmc_strbuf_puts(&b, argv[i]);
+            continue;
+        }
+        lmc_strbuf_puts(&b, "'");
+        for (const char *p = argv[i]; *p; p++) {
+            if (*p == '\'')
+                lmc_strbuf_puts(&b, "'\\''");
+            else
+                lmc_strbuf_append(&b, p, 1);
+        }
+        lmc_strbuf_puts(&b, "'");
+    }
+    return lmc_strbuf_finish(&b);
+}
+
+int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text)
+{
+    lmc_error err;
+    if (lmc_report_save(path, text, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace %s: %s: %s\n", cmd, flag, err.msg);
+        return 1;
+    }
+    return 0;
 }
 
 static void sub_usage(FILE *out, const char *parent, const char *summary,

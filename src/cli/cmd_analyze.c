@@ -149,42 +149,6 @@ static int analyze_flag(const char *arg, int argc, char **argv, int *i, void *ct
     return 1;
 }
 
-/* The command line as one string, for the report and JSON (caller frees; NULL when out of memory).
- */
-static char *command_line(int argc, char **argv)
-{
-    lmc_strbuf b = LMC_STRBUF_INIT;
-    lmc_strbuf_puts(&b, "lmcache trace");
-    for (int i = 0; i < argc; i++) {
-        lmc_strbuf_puts(&b, " ");
-        bool plain = argv[i][0] != '\0' && strpbrk(argv[i], " \t\n'\"\\$`*?[]{}()<>|;&~#") == NULL;
-        if (plain) {
-            lmc_strbuf_puts(&b, argv[i]);
-            continue;
-        }
-        lmc_strbuf_puts(&b, "'");
-        for (const char *p = argv[i]; *p; p++) {
-            if (*p == '\'')
-                lmc_strbuf_puts(&b, "'\\''");
-            else
-                lmc_strbuf_append(&b, p, 1);
-        }
-        lmc_strbuf_puts(&b, "'");
-    }
-    return lmc_strbuf_finish(&b);
-}
-
-/* Write text to path; 0, or 1 with the message printed. */
-static int save(const char *path, const char *flag, const char *text)
-{
-    lmc_error err;
-    if (lmc_report_save(path, text, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace analyze: %s: %s\n", flag, err.msg);
-        return 1;
-    }
-    return 0;
-}
-
 /* The --csv directory: made when missing (one level). 0, or 1 with the message printed. */
 static int csv_dir_ready(const char *dir)
 {
@@ -222,7 +186,7 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
     if (lmc_trace_file_digest(a.path, digest, &err) != LMC_OK)
         fprintf(stderr, "lmcache trace analyze: warning: no digest: %s\n", err.msg);
     struct stat st;
-    char *command = command_line(argc, argv);
+    char *command = lmc_cli_command_line(argc, argv);
     lmc_analyze_source src = {.path = a.path,
                               .digest = digest,
                               .file_bytes = stat(a.path, &st) == 0 ? (uint64_t)st.st_size : 0,
@@ -237,7 +201,7 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
     if (!a.quiet)
         fputs(text, stdout);
     if (a.output != NULL)
-        rc |= save(a.output, "--output", text);
+        rc |= lmc_cli_save("analyze", a.output, "--output", text);
     free(text);
     if (a.csv_dir != NULL && lmc_analyze_write_csv(a.csv_dir, &res, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace analyze: --csv: %s\n", err.msg);
@@ -249,7 +213,7 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
             fprintf(stderr, "lmcache trace analyze: out of memory\n");
             rc = 1;
         } else {
-            rc |= save(a.html, "--html", html);
+            rc |= lmc_cli_save("analyze", a.html, "--html", html);
             free(html);
         }
     }
