@@ -139,7 +139,7 @@ static void hit_chart(lmc_report *r, const lmc_sweep *s, const lmc_analyze_resul
     char caption[700];
     snprintf(caption, sizeof(caption),
              "Each point is one configuration's replay (mode %s, pace %s): %s. The dashed line "
-             "is the exact LRU miss-ratio curve of the keys looked up (`trace analyze`), the "
+             "is the exact LRU miss-ratio curve of the keys looked up (trace analyze), the "
              "bound an LRU L1 of each size gives; a replay's L1 evicts in passes, refuses "
              "stores while full and counts the found prefix, so an LRU replay lies near it "
              "(within 0.03 on Mooncake recordings), and other policies above or below it.",
