@@ -13,6 +13,7 @@
 #include "replay/sweep.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -244,6 +245,42 @@ size_t lmc_sweep_grid_varying(const lmc_sweep_grid *g, const lmc_sweep_axis **ou
     return n;
 }
 
+/* An L2 choice's adapter types joined by '+' ("none" for none). */
+static void choice_types(const char *text, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s", text); /* "none", or the text should it not parse */
+    lmc_json *v = NULL;
+    if (strcmp(text, "none") == 0 || lmc_json_parse(text, strlen(text), &v, NULL) != LMC_OK)
+        return;
+    bool array = lmc_json_type_of(v) == LMC_JSON_ARRAY;
+    size_t n = array ? lmc_json_size(v) : 1, used = 0;
+    for (size_t i = 0; i < n && used < len; i++) {
+        const char *t = lmc_json_get_string(
+            lmc_json_object_get(array ? lmc_json_array_at(v, i) : v, "type"), NULL);
+        used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? "+" : "", t ? t : "?");
+    }
+    lmc_json_free(v);
+}
+
+void lmc_sweep_axis_shown(const lmc_sweep_axis *ax, size_t v, char *buf, size_t len)
+{
+    if (strcmp(ax->flag, LMC_SWEEP_L2_CHOICE_FLAG) != 0) {
+        snprintf(buf, len, "%s", ax->values[v]);
+        return;
+    }
+    char other[256];
+    choice_types(ax->values[v], buf, len);
+    for (size_t k = 0; k < ax->n; k++) {
+        if (k == v)
+            continue;
+        choice_types(ax->values[k], other, sizeof(other));
+        if (strcmp(other, buf) == 0) {
+            snprintf(buf, len, "%s", ax->values[v]); /* alike by type: the text tells them apart */
+            return;
+        }
+    }
+}
+
 size_t lmc_sweep_grid_value_index(const lmc_sweep_grid *g, size_t idx, size_t a)
 {
     size_t stride = 1;
@@ -309,9 +346,11 @@ char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx)
     lmc_strbuf b = LMC_STRBUF_INIT;
     for (size_t a = 0; a < g->n_axes; a++) {
         const lmc_sweep_axis *ax = &g->axes[a];
-        if (ax->n > 1)
-            lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag,
-                              ax->values[lmc_sweep_grid_value_index(g, idx, a)]);
+        if (ax->n > 1) {
+            char shown[512];
+            lmc_sweep_axis_shown(ax, lmc_sweep_grid_value_index(g, idx, a), shown, sizeof(shown));
+            lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag, shown);
+        }
     }
     if (b.len == 0)
         lmc_strbuf_puts(&b, "(the only configuration)");

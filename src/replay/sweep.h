@@ -78,6 +78,14 @@ lmc_status lmc_sweep_grid_count(const lmc_sweep_grid *g, size_t max, size_t *n, 
 /* The axes with more than one value (the ones a table shows), in order. */
 size_t lmc_sweep_grid_varying(const lmc_sweep_grid *g, const lmc_sweep_axis **out, size_t cap);
 
+/*
+ * Value v of axis ax as tables, labels and legends show it: the value
+ * itself, except that an L2 choice shows its adapters' types ("none",
+ * "mock", "fs+mock") unless two choices would show alike (then its text).
+ * Written to buf (NUL-terminated, cut to len).
+ */
+void lmc_sweep_axis_shown(const lmc_sweep_axis *ax, size_t v, char *buf, size_t len);
+
 /* The value index of configuration idx on axis a (last axis fastest). */
 size_t lmc_sweep_grid_value_index(const lmc_sweep_grid *g, size_t idx, size_t a);
 
@@ -89,9 +97,10 @@ size_t lmc_sweep_grid_value_index(const lmc_sweep_grid *g, size_t idx, size_t a)
 lmc_status lmc_sweep_grid_words(const lmc_sweep_grid *g, size_t idx, lmc_sweep_words *out);
 
 /*
- * The same as one line for people, only the varying axes ("--l1-size-gb
- * 0.5 --eviction-policy ARC"; "(the only configuration)" when none
- * varies). Malloc'd; NULL when memory runs out.
+ * The same as one line for people, only the varying axes, values as
+ * lmc_sweep_axis_shown gives them ("--l1-size-gb 0.5 --eviction-policy
+ * ARC"; "(the only configuration)" when none varies). Malloc'd; NULL when
+ * memory runs out.
  */
 char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx);
 

@@ -268,8 +268,12 @@ lmc_status lmc_sweep_table_build(const lmc_sweep *s, bool csv, lmc_sweep_table *
             row[c++] = strdup(ok ? "ok" : "failed");
         }
         for (size_t a = 0; a < n_axes; a++) {
+            /* The CSV keeps the value as given (an L2 choice's JSON); the table shows it short. */
             const lmc_sweep_axis *ax = &g->axes[axes[a]];
-            row[c++] = strdup(ax->values[lmc_sweep_grid_value_index(g, i, axes[a])]);
+            size_t v = lmc_sweep_grid_value_index(g, i, axes[a]);
+            char shown[512];
+            lmc_sweep_axis_shown(ax, v, shown, sizeof(shown));
+            row[c++] = strdup(csv ? ax->values[v] : shown);
         }
         for (size_t k = 0; k < N_COLUMNS; k++) {
             if (ok)

@@ -29,9 +29,11 @@ static char *others_label(const lmc_sweep_grid *g, size_t idx)
     lmc_strbuf b = LMC_STRBUF_INIT;
     for (size_t a = 0; a < g->n_axes; a++) {
         const lmc_sweep_axis *ax = &g->axes[a];
-        if (ax->n > 1 && strcmp(ax->flag, L1_FLAG) != 0)
-            lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag,
-                              ax->values[lmc_sweep_grid_value_index(g, idx, a)]);
+        if (ax->n > 1 && strcmp(ax->flag, L1_FLAG) != 0) {
+            char shown[512];
+            lmc_sweep_axis_shown(ax, lmc_sweep_grid_value_index(g, idx, a), shown, sizeof(shown));
+            lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag, shown);
+        }
     }
     if (b.len == 0)
         lmc_strbuf_puts(&b, "replay");
