@@ -198,7 +198,8 @@ static int check_configs(const sweep_args *a, size_t n, lmc_sweep_job *jobs, uin
         lmc_sm_config cfg;
         lmc_error err;
         if (lmc_sweep_grid_config(&a->grid, i, &cfg, &err) != LMC_OK) {
-            char *label = n > 1 ? lmc_sweep_grid_label(&a->grid, i) : NULL;
+            char *label =
+                n > 1 ? lmc_sweep_grid_label(&a->grid, i, NULL, LMC_SWEEP_ONLY_CONFIG) : NULL;
             fprintf(stderr, "lmcache trace " CMD ": %s%s%s%s\n", err.msg,
                     label != NULL ? " (in configuration " : "", label != NULL ? label : "",
                     label != NULL ? ")" : "");

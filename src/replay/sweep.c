@@ -341,19 +341,20 @@ lmc_status lmc_sweep_grid_words(const lmc_sweep_grid *g, size_t idx, lmc_sweep_w
     return st;
 }
 
-char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx)
+char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx, const char *except,
+                           const char *none_text)
 {
     lmc_strbuf b = LMC_STRBUF_INIT;
     for (size_t a = 0; a < g->n_axes; a++) {
         const lmc_sweep_axis *ax = &g->axes[a];
-        if (ax->n > 1) {
+        if (ax->n > 1 && (except == NULL || strcmp(ax->flag, except) != 0)) {
             char shown[512];
             lmc_sweep_axis_shown(ax, lmc_sweep_grid_value_index(g, idx, a), shown, sizeof(shown));
             lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag, shown);
         }
     }
     if (b.len == 0)
-        lmc_strbuf_puts(&b, "(the only configuration)");
+        lmc_strbuf_puts(&b, none_text);
     return lmc_strbuf_finish(&b);
 }
 

@@ -97,12 +97,16 @@ size_t lmc_sweep_grid_value_index(const lmc_sweep_grid *g, size_t idx, size_t a)
 lmc_status lmc_sweep_grid_words(const lmc_sweep_grid *g, size_t idx, lmc_sweep_words *out);
 
 /*
- * The same as one line for people, only the varying axes, values as
- * lmc_sweep_axis_shown gives them ("--l1-size-gb 0.5 --eviction-policy
- * ARC"; "(the only configuration)" when none varies). Malloc'd; NULL when
- * memory runs out.
+ * The same as one line for people, only the varying axes but except (NULL:
+ * none), values as lmc_sweep_axis_shown gives them ("--l1-size-gb 0.5
+ * --eviction-policy ARC"), or none_text when nothing is left. Malloc'd;
+ * NULL when memory runs out.
  */
-char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx);
+char *lmc_sweep_grid_label(const lmc_sweep_grid *g, size_t idx, const char *except,
+                           const char *none_text);
+
+/* What lmc_sweep_grid_label calls a configuration when no flag varies. */
+#define LMC_SWEEP_ONLY_CONFIG "(the only configuration)"
 
 void lmc_sweep_words_free(lmc_sweep_words *w);
 

@@ -417,7 +417,7 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
             const lmc_sweep_job *j = &s->jobs[i];
             if (j->state != LMC_SWEEP_JOB_FAILED)
                 continue;
-            char *label = lmc_sweep_grid_label(s->grid, i);
+            char *label = lmc_sweep_grid_label(s->grid, i, NULL, LMC_SWEEP_ONLY_CONFIG);
             lmc_strbuf_printf(&b, "  [%zu] ", i);
             put_escaped(&b, label != NULL ? label : "?");
             lmc_strbuf_printf(&b, ": %s\n", j->error != NULL ? j->error : "failed");
@@ -447,7 +447,7 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
 char *lmc_sweep_progress_line(const lmc_sweep *s, size_t index, size_t done)
 {
     const lmc_sweep_job *j = &s->jobs[index];
-    char *label = lmc_sweep_grid_label(s->grid, index);
+    char *label = lmc_sweep_grid_label(s->grid, index, NULL, LMC_SWEEP_ONLY_CONFIG);
     lmc_strbuf b = LMC_STRBUF_INIT;
     lmc_strbuf_printf(&b, "[%zu/%zu] ", done, s->n);
     put_escaped(&b, label != NULL ? label : "?");
@@ -570,7 +570,7 @@ lmc_json *lmc_sweep_result_json(const lmc_sweep *s)
             st |= LMC_ERR_NOMEM;
             break;
         }
-        char *label = lmc_sweep_grid_label(g, i);
+        char *label = lmc_sweep_grid_label(g, i, NULL, LMC_SWEEP_ONLY_CONFIG);
         lmc_json *c = lmc_json_object();
         st |= lmc_json_object_set(c, "index", lmc_json_int((int64_t)i));
         st |= lmc_json_object_set(c, "label", label != NULL ? lmc_json_string(label) : NULL);

@@ -23,23 +23,6 @@
 #define L1_FLAG "--l1-size-gb"
 #define MAX_SERIES 64
 
-/* The varying axes but the L1 size, as "--eviction-policy ARC" (malloc'd). */
-static char *others_label(const lmc_sweep_grid *g, size_t idx)
-{
-    lmc_strbuf b = LMC_STRBUF_INIT;
-    for (size_t a = 0; a < g->n_axes; a++) {
-        const lmc_sweep_axis *ax = &g->axes[a];
-        if (ax->n > 1 && strcmp(ax->flag, L1_FLAG) != 0) {
-            char shown[512];
-            lmc_sweep_axis_shown(ax, lmc_sweep_grid_value_index(g, idx, a), shown, sizeof(shown));
-            lmc_strbuf_printf(&b, "%s%s %s", b.len ? " " : "", ax->flag, shown);
-        }
-    }
-    if (b.len == 0)
-        lmc_strbuf_puts(&b, "replay");
-    return lmc_strbuf_finish(&b);
-}
-
 typedef struct series_acc {
     char *name;
     double *x, *y;
@@ -84,7 +67,7 @@ static void hit_chart(lmc_report *r, const lmc_sweep *s, const lmc_analyze_resul
             j->result, "config.json.l1_manager_config.memory_config.size_in_bytes"));
         lmc_sweep_figures f;
         lmc_sweep_figures_of(j->result, &f);
-        char *name = others_label(s->grid, i);
+        char *name = lmc_sweep_grid_label(s->grid, i, L1_FLAG, "replay");
         if (name == NULL)
             continue;
         size_t k = 0;
@@ -211,7 +194,7 @@ static void failures(lmc_report *r, const lmc_sweep *s)
         const lmc_sweep_job *j = &s->jobs[i];
         if (j->state != LMC_SWEEP_JOB_FAILED)
             continue;
-        labels[row] = lmc_sweep_grid_label(s->grid, i);
+        labels[row] = lmc_sweep_grid_label(s->grid, i, NULL, LMC_SWEEP_ONLY_CONFIG);
         cells[3 * row] = labels[row];
         cells[3 * row + 1] = j->error;
         cells[3 * row + 2] = j->stderr_tail;

@@ -63,6 +63,14 @@ record_mooncake() {
     expect "the recording server stops cleanly" $?
 }
 
+# chrome ARGS...: headless Chromium ($CHROMIUM) with a fresh profile under $T and nothing
+# fetched in the background; its stderr goes to $T/chromium.err.
+chrome() {
+    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
+        --disable-background-networking --disable-component-update --disable-sync \
+        --user-data-dir="$(mktemp -d -p "$T")" "$@" 2>> "$T/chromium.err"
+}
+
 # e2e_report NAME: the counts, and the script's exit status.
 e2e_report() {
     echo "$1: $pass passed, $fail failed"

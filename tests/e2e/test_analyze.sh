@@ -184,31 +184,7 @@ else
     }
     chrome --screenshot="$T/report.png" --window-size=1200,1600 "file://$T/report.html" > /dev/null
     expect "chromium renders the report" $?
-    python3 - "$T/report.png" <<'EOF'
-import struct, sys, zlib
-d = open(sys.argv[1], "rb").read()
-assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
-i, idat = 8, b""
-while i < len(d):
-    n, t = struct.unpack(">I4s", d[i:i + 8])
-    if t == b"IHDR":
-        w, h, depth, ctype = struct.unpack(">IIBB", d[i + 8:i + 18])
-    elif t == b"IDAT":
-        idat += d[i + 8:i + 8 + n]
-    i += 12 + n
-raw = zlib.decompress(idat)
-bpp = {2: 3, 6: 4}[ctype]
-stride = w * bpp
-# Colours of unfiltered bytes are enough to tell a blank page from a drawn one: sample every row's
-# filter-0 pixels and the raw bytes of the others.
-colours = set()
-for y in range(0, h, 4):
-    row = raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)]
-    for x in range(0, stride - bpp, bpp * 3):
-        colours.add(row[x:x + 3])
-assert w == 1200 and h == 1600, (w, h)
-assert len(colours) > 40, "blank screenshot: %d distinct values" % len(colours)
-EOF
+    python3 "$HERE/png_drawn.py" "$T/report.png" 1200 1600
     expect "the screenshot is not blank" $?
     chrome --dump-dom "file://$T/report.html" > "$T/dom.html"
     expect "chromium dumps the DOM" $?

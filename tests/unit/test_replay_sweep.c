@@ -74,7 +74,7 @@ static void test_lists_form_a_grid_with_the_last_flag_fastest(void **state)
         char *s = joined(&g, i);
         assert_string_equal(s, want[i]);
         free(s);
-        char *label = lmc_sweep_grid_label(&g, i);
+        char *label = lmc_sweep_grid_label(&g, i, NULL, LMC_SWEEP_ONLY_CONFIG);
         assert_string_equal(label, want[i]);
         free(label);
     }
@@ -97,7 +97,7 @@ static void test_one_value_and_switches_are_in_every_configuration(void **state)
     assert_string_equal(s, "--no-l1-use-lazy --l2-adapter {\"type\": \"mock\", \"a\": 1} "
                            "--l1-size-gb 2 --eviction-policy LRU");
     free(s);
-    char *label = lmc_sweep_grid_label(&g, 1);
+    char *label = lmc_sweep_grid_label(&g, 1, NULL, LMC_SWEEP_ONLY_CONFIG);
     assert_string_equal(label, "--l1-size-gb 2");
     free(label);
     lmc_sweep_grid_free(&g);
@@ -125,7 +125,7 @@ static void test_l2_choices_are_one_axis_of_adapter_sets(void **state)
                             "\"base_path\": \"/x\"} --l1-size-gb 1");
     free(s0);
     free(s1);
-    char *label = lmc_sweep_grid_label(&g, 1);
+    char *label = lmc_sweep_grid_label(&g, 1, NULL, LMC_SWEEP_ONLY_CONFIG);
     assert_string_equal(label, "--l2-adapter-choice mock+fs");
     free(label);
     lmc_sweep_grid_free(&g);
