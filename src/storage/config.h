@@ -38,10 +38,10 @@ lmc_status lmc_sm_config_digest(const lmc_sm_config *cfg, char **json_out, char 
  * and passes each value on to a replay).
  */
 typedef struct lmc_sm_flag_info {
-    const char *name;    /* "--l1-size-gb": valid until exit */
-    bool takes_value;    /* false: a switch ("--no-l1-use-lazy") */
-    bool accumulates;    /* each occurrence adds one (--l2-adapter); else the last one wins */
-    bool value_is_json;  /* the value is JSON text, commas and all (--l2-adapter) */
+    const char *name;   /* "--l1-size-gb": valid until exit */
+    bool takes_value;   /* false: a switch ("--no-l1-use-lazy") */
+    bool accumulates;   /* each occurrence adds one (--l2-adapter); else the last one wins */
+    bool value_is_json; /* the value is JSON text, commas and all (--l2-adapter) */
 } lmc_sm_flag_info;
 
 /* The flag called name[0, len) ("--flag", without "=value"): true and *out, or false. */
