@@ -2,9 +2,13 @@
  * bench.h -- the micro-benchmark harness behind `lmcache bench micro`.
  *
  * A group (sm, trace, replay, server) is one function that measures its
- * metrics and reports each with lmc_bench_report. Each metric is measured
- * several times and the median is reported, because the machines this
- * runs on are shared and noisy; compare ratios measured in one run.
+ * metrics and reports each with lmc_bench_report_trials: a metric is
+ * measured in several trials after an untimed warm-up, and its median is
+ * reported with the trials' min, max and count, because the machines this
+ * runs on are shared and noisy. A ratio of two figures is measured
+ * pairwise (both figures in each trial, interleaved) and reported as a
+ * metric of its own with lmc_bench_report_ratio, so that its spread is
+ * the ratio's and not the product of two spreads.
  *
  * Threads: a group may start threads of its own; reporting happens on the
  * group's calling thread.
@@ -22,8 +26,15 @@ typedef struct lmc_bench_ctx {
     const char *group;
 } lmc_bench_ctx;
 
-void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value,
-                      const char *unit);
+/* The median of n trials (n >= 1), with their min, max and n. v is not changed. */
+void lmc_bench_report_trials(const lmc_bench_ctx *ctx, const char *metric, const double *v,
+                             size_t n, const char *unit);
+/* num[i] / den[i] per trial, reported like lmc_bench_report_trials (pairs
+ * with den[i] <= 0 are left out; none left: a note). */
+void lmc_bench_report_ratio(const lmc_bench_ctx *ctx, const char *metric, const double *num,
+                            const double *den, size_t n, const char *unit);
+/* One measured value: a metric of one trial. */
+void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value, const char *unit);
 /* A note about a metric that could not be measured (printed, or a JSON "note"). */
 void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *why);
 

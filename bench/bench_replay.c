@@ -148,21 +148,22 @@ static double virtual_replay_s(const char *path, int argc, char **argv, lmc_repl
 }
 
 /*
- * Replay path in virtual time (in mode) ctx->repeats times and report the
- * median of amount / wall seconds as metric; 1 when a replay fails. v has
+ * Replay path in virtual time (in mode) once untimed, then ctx->repeats
+ * times, and report the trials of amount / wall seconds as metric; 1 when a replay fails. v has
  * a slot per repeat.
  */
 static int report_virtual(const lmc_bench_ctx *ctx, const char *metric, const char *unit,
                           const char *path, int argc, char **argv, lmc_replay_mode mode,
                           double amount, double *v)
 {
-    for (int r = 0; r < ctx->repeats; r++) {
+    for (int r = -1; r < ctx->repeats; r++) { /* r = -1: the untimed warm-up */
         double s = virtual_replay_s(path, argc, argv, mode);
         if (s <= 0)
             return 1;
-        v[r] = amount / s;
+        if (r >= 0)
+            v[r] = amount / s;
     }
-    lmc_bench_report(ctx, metric, lmc_bench_median(v, (size_t)ctx->repeats), unit);
+    lmc_bench_report_trials(ctx, metric, v, (size_t)ctx->repeats, unit);
     return 0;
 }
 
@@ -243,9 +244,12 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
         lmc_bench_note(ctx, "info_records_per_s", "cannot write the scratch trace");
         rc = 1;
     } else {
-        for (int r = 0; r < reps; r++)
-            v[r] = info_pass(path);
-        lmc_bench_report(ctx, "info_records_per_s", lmc_bench_median(v, (size_t)reps), "records/s");
+        for (int r = -1; r < reps; r++) { /* r = -1: the untimed warm-up */
+            double x = info_pass(path);
+            if (r >= 0)
+                v[r] = x;
+        }
+        lmc_bench_report_trials(ctx, "info_records_per_s", v, (size_t)reps, "records/s");
     }
     unlink(path);
 
@@ -253,9 +257,12 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
     size_t n_loop = (size_t)(100000 * ctx->scale) + 1000;
     scratch_path(path, sizeof(path), "loop");
     if (write_trace(path, n_loop, 1e-6, 512) == 0) {
-        for (int r = 0; r < reps; r++)
-            v[r] = loop_overhead(path, n_loop);
-        lmc_bench_report(ctx, "loop_overhead_ns", lmc_bench_median(v, (size_t)reps), "ns");
+        for (int r = -1; r < reps; r++) { /* r = -1: the untimed warm-up */
+            double x = loop_overhead(path, n_loop);
+            if (r >= 0)
+                v[r] = x;
+        }
+        lmc_bench_report_trials(ctx, "loop_overhead_ns", v, (size_t)reps, "ns");
     } else {
         lmc_bench_note(ctx, "loop_overhead_ns", "cannot write the scratch trace");
         rc = 1;
@@ -276,9 +283,9 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
             p99[r] = l.p99_us;
             lmc_replay_result_free(&res);
         }
-        lmc_bench_report(ctx, "lateness_p50_us", lmc_bench_median(v, (size_t)reps), "us");
+        lmc_bench_report_trials(ctx, "lateness_p50_us", v, (size_t)reps, "us");
         if (p99)
-            lmc_bench_report(ctx, "lateness_p99_us", lmc_bench_median(p99, (size_t)reps), "us");
+            lmc_bench_report_trials(ctx, "lateness_p99_us", p99, (size_t)reps, "us");
         free(p99);
     } else {
         lmc_bench_note(ctx, "lateness_p50_us", "cannot write the scratch trace");
@@ -334,8 +341,7 @@ int lmc_bench_group_replay(const lmc_bench_ctx *ctx)
         for (; r < reps && (v[r] = analyze_pass(path)) > 0; r++) {
         }
         if (r == reps) {
-            lmc_bench_report(ctx, "analyze_keys_per_s", lmc_bench_median(v, (size_t)reps),
-                             "keys/s");
+            lmc_bench_report_trials(ctx, "analyze_keys_per_s", v, (size_t)reps, "keys/s");
         } else {
             lmc_bench_note(ctx, "analyze_keys_per_s", "the analysis failed");
             rc = 1;

@@ -328,9 +328,8 @@ static void bench_resp_on(const lmc_bench_ctx *ctx, const resp_target *tg, doubl
             load_v[r] = l;
         }
     }
-    lmc_bench_report(ctx, tg->store_metric, lmc_bench_median(store_v, (size_t)ctx->repeats),
-                     "GB/s");
-    lmc_bench_report(ctx, tg->load_metric, lmc_bench_median(load_v, (size_t)ctx->repeats), "GB/s");
+    lmc_bench_report_trials(ctx, tg->store_metric, store_v, (size_t)ctx->repeats, "GB/s");
+    lmc_bench_report_trials(ctx, tg->load_metric, load_v, (size_t)ctx->repeats, "GB/s");
 out:
     lmc_l2_adapter_destroy(a);
     lmc_json_free(cfg);
@@ -398,17 +397,16 @@ int lmc_bench_group_sm(const lmc_bench_ctx *ctx)
     bench_reserve_finish(sm, iters);
     for (int r = 0; r < reps; r++)
         v[r] = bench_reserve_finish(sm, iters);
-    lmc_bench_report(ctx, "reserve_finish_16keys_ns", lmc_bench_median(v, (size_t)reps), "ns");
+    lmc_bench_report_trials(ctx, "reserve_finish_16keys_ns", v, (size_t)reps, "ns");
     for (int r = 0; r < reps; r++)
         v[r] = bench_prefetch_hit(sm, iters, overhead);
-    lmc_bench_report(ctx, "prefetch_l1hit_16keys_ns", lmc_bench_median(v, (size_t)reps), "ns");
+    lmc_bench_report_trials(ctx, "prefetch_l1hit_16keys_ns", v, (size_t)reps, "ns");
     for (int r = 0; r < reps; r++)
         v[r] = bench_read_cycle(sm, iters, overhead);
-    lmc_bench_report(ctx, "read_cycle_16keys_ns", lmc_bench_median(v, (size_t)reps), "ns");
+    lmc_bench_report_trials(ctx, "read_cycle_16keys_ns", v, (size_t)reps, "ns");
     for (int r = 0; r < reps; r++)
         v[r] = bench_cycles_2threads(sm, 0.5 * ctx->scale + 0.05);
-    lmc_bench_report(ctx, "cycle_ops_per_s_2threads", lmc_bench_median(v, (size_t)reps),
-                     "cycles/s");
+    lmc_bench_report_trials(ctx, "cycle_ops_per_s_2threads", v, (size_t)reps, "cycles/s");
 
     double *v2 = calloc((size_t)reps, sizeof(double));
     if (v2 != NULL)

@@ -49,6 +49,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -127,21 +128,10 @@ static void emit_ours(void *arg)
 
 typedef void (*emit_fn)(void *arg);
 
-/* The median cost of one clock read, measured like the calls are. */
-static double timer_overhead_ns(void)
+/* The baseline of time_calls: the same indirect call and clock reads, no work. */
+__attribute__((noinline)) static void emit_nothing(void *arg)
 {
-    enum { N = 20000 };
-    double *v = malloc(N * sizeof(*v));
-    if (v == NULL)
-        return 0;
-    for (size_t i = 0; i < N; i++) {
-        uint64_t t0 = lmc_mono_ns();
-        uint64_t t1 = lmc_mono_ns();
-        v[i] = (double)(t1 - t0);
-    }
-    double m = lmc_bench_median(v, N);
-    free(v);
-    return m;
+    __asm__ __volatile__("" : : "r"(arg) : "memory");
 }
 
 static void spin_until(uint64_t t)
@@ -162,29 +152,38 @@ static void burst_pause(lmc_event_bus *bus)
 }
 
 /*
- * p50 of iters calls of fn(arg), each timed alone, minus the clock's cost
- * (clamped at 0). ns has room for iters values. One untimed burst first.
+ * One trial: p50 of iters calls of fn(arg), each timed alone, minus the
+ * p50 of as many timed calls of emit_nothing interleaved with them (one
+ * before each), clamped at 0. The baseline is measured pairwise, call by
+ * call, because what a clock read costs moves with the host (the other
+ * hyperthread of the physical core, frequency): a baseline measured once
+ * per run was off by up to 60 ns in some runs. ns has room for 2 * iters
+ * values. One untimed burst first.
  */
-static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, double overhead,
-                         lmc_event_bus *bus)
+static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, lmc_event_bus *bus)
 {
     emit_fn volatile call = fn; /* an indirect call on both sides */
+    emit_fn volatile nothing = emit_nothing;
     for (size_t i = 0; i < BURST; i++) {
         call(arg);
         spin_until(lmc_mono_ns() + GAP_NS);
     }
     burst_pause(bus);
+    double *base = ns + iters;
     for (size_t i = 0; i < iters; i++) {
         uint64_t t0 = lmc_mono_ns();
-        call(arg);
+        nothing(arg);
         uint64_t t1 = lmc_mono_ns();
-        ns[i] = (double)(t1 - t0);
+        call(arg);
+        uint64_t t2 = lmc_mono_ns();
+        base[i] = (double)(t1 - t0);
+        ns[i] = (double)(t2 - t1);
         if ((i + 1) % BURST == 0)
             burst_pause(bus);
         else
-            spin_until(t1 + GAP_NS);
+            spin_until(t2 + GAP_NS);
     }
-    double med = lmc_bench_median(ns, iters) - overhead;
+    double med = lmc_bench_median(ns, iters) - lmc_bench_median(base, iters);
     return med > 0 ? med : 0;
 }
 
@@ -303,9 +302,46 @@ static void tracing_end(tracing *t)
 
 typedef struct drain_result {
     double records_per_s;
+    double ceiling_records_per_s;
     double write_bytes_avg;
     double record_bytes_avg;
 } drain_result;
+
+/*
+ * The file system's own ceiling for a drain: the same bytes written by a
+ * bare loop, in writes of the same size, to a fresh file beside the trace,
+ * then fsync'd and closed as the recorder's close does. Seconds, or < 0.
+ */
+static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size)
+{
+    char path[PATH_MAX + 8];
+    snprintf(path, sizeof(path), "%s.bare", beside);
+    unsigned char *buf = malloc(write_size);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    double s = -1;
+    if (buf != NULL && fd >= 0) {
+        memset(buf, 0x5a, write_size); /* faulted in before the clock starts */
+        uint64_t t0 = lmc_mono_ns();
+        uint64_t left = bytes;
+        while (left > 0) {
+            size_t k = left < write_size ? (size_t)left : write_size;
+            ssize_t w = write(fd, buf, k);
+            if (w <= 0)
+                break;
+            left -= (uint64_t)w;
+        }
+        bool good = left == 0 && fsync(fd) == 0;
+        good = close(fd) == 0 && good;
+        fd = -1;
+        if (good)
+            s = (double)(lmc_mono_ns() - t0) / 1e9;
+    }
+    if (fd >= 0)
+        close(fd);
+    unlink(path);
+    free(buf);
+    return s;
+}
 
 /*
  * Prefill an unstarted bus with n 16-key reserve_write captures, then time
@@ -339,6 +375,10 @@ static int bench_drain(const call_args *calls, size_t n, drain_result *out)
     out->records_per_s = (double)records / ((double)elapsed / 1e9);
     out->write_bytes_avg = (double)size / (double)writes;
     out->record_bytes_avg = (double)size / (double)records;
+    double bare = bare_write_s(t.path, (uint64_t)size, (size_t)out->write_bytes_avg);
+    if (bare <= 0)
+        return -1;
+    out->ceiling_records_per_s = (double)records / bare;
     return 0;
 }
 
@@ -654,10 +694,50 @@ static void *open_provider(char *why, size_t whylen)
     return NULL;
 }
 
-/* The child: load the provider (registers with the daemon), then measure. */
-static void lttng_child(lttng_shared *sh_out, int reps, size_t iters, uint64_t loop_n,
-                        bool session_ok, call_args *c16, call_args *c1)
+/*
+ * The child and the parent take turns, one trial each at a time, so that
+ * both sides of lttng_ratio_16keys see the same machine: the parent
+ * writes a trial number (-1: the warm-up) to `go`, the child measures
+ * that trial and answers with one byte on `done`. A closed `go` ends it.
+ */
+typedef struct lttng_run {
+    lttng_shared *out;
+    size_t shm_len;
+    int reps;
+    pid_t pid; /* the child, or -1 */
+    int go, done;
+    bool ready; /* the child answered its first byte: it is measuring */
+    lttng_env env;
+    call_args c16, c1;
+} lttng_run;
+
+/* Wait (bounded) for the child's byte on fd; false on timeout or EOF. */
+static bool child_byte(int fd, uint64_t timeout_ns)
 {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    uint64_t deadline = lmc_mono_ns() + timeout_ns;
+    for (;;) {
+        uint64_t now = lmc_mono_ns();
+        if (now >= deadline)
+            return false;
+        int rc = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+        if (rc < 0 && errno == EINTR)
+            continue;
+        if (rc <= 0)
+            return false;
+        char c;
+        ssize_t n = read(fd, &c, 1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        return n == 1;
+    }
+}
+
+/* The child: load the provider (registers with the daemon), then measure on request. */
+static void lttng_child(lttng_run *run, size_t iters, uint64_t loop_n, bool session_ok)
+{
+    lttng_shared *sh_out = run->out;
+    int reps = run->reps;
     void *so = open_provider(sh_out->why, sizeof(sh_out->why));
     if (so == NULL)
         _exit(1);
@@ -669,6 +749,7 @@ static void lttng_child(lttng_shared *sh_out, int reps, size_t iters, uint64_t l
         snprintf(sh_out->why, sizeof(sh_out->why), "%s lacks its entry points", LMC_BENCH_LTTNG_SO);
         _exit(1);
     }
+    const call_args *c16 = &run->c16, *c1 = &run->c1;
     lmc_bench_lttng_call l16 = {.op = LMC_TRACE_OP_RESERVE_WRITE,
                                 .mode = LMC_WRITE_NEW,
                                 .dtype = LMC_DTYPE_BFLOAT16,
@@ -686,90 +767,151 @@ static void lttng_child(lttng_shared *sh_out, int reps, size_t iters, uint64_t l
         while (!enabled() && lmc_mono_ns() < deadline)
             lmc_sleep_ns(10000000);
     }
-    if (session_ok && enabled()) {
-        double overhead = timer_overhead_ns();
-        double *ns = malloc(iters * sizeof(*ns));
-        if (ns == NULL)
-            _exit(1);
-        for (int r = 0; r < reps; r++) {
-            sh_out->v[r] = time_calls(emit, &l16, iters, ns, overhead, NULL);
-            sh_out->v[reps + r] = time_calls(emit, &l1, iters, ns, overhead, NULL);
-        }
-        free(ns);
-        sh_out->state = LTTNG_ACTIVE;
-    } else {
-        if (session_ok)
-            snprintf(sh_out->why, sizeof(sh_out->why),
-                     "the session did not enable the tracepoint within 5 s; disabled "
-                     "tracepoint measured instead");
-        for (int r = 0; r < reps; r++) {
+    bool active = session_ok && enabled();
+    if (session_ok && !active)
+        snprintf(sh_out->why, sizeof(sh_out->why),
+                 "the session did not enable the tracepoint within 5 s; disabled "
+                 "tracepoint measured instead");
+    double *ns = malloc(2 * iters * sizeof(*ns));
+    if (ns == NULL)
+        _exit(1);
+    sh_out->state = active ? LTTNG_ACTIVE : LTTNG_DISABLED;
+    char c = 'r';
+    if (write(run->done, &c, 1) != 1)
+        _exit(1);
+    int r;
+    while (read(run->go, &r, sizeof(r)) == (ssize_t)sizeof(r)) {
+        double a, b;
+        if (active) {
+            a = time_calls(emit, &l16, iters, ns, NULL);
+            b = time_calls(emit, &l1, iters, ns, NULL);
+        } else {
             double fired = (double)loop(loop_n, 1, &l16);
             double plain = (double)loop(loop_n, 0, &l16);
-            double d = (fired - plain) / (double)loop_n;
-            sh_out->v[reps + r] = d > 0 ? d : 0;
+            a = 0;
+            b = (fired - plain) / (double)loop_n;
+            b = b > 0 ? b : 0;
         }
-        sh_out->state = LTTNG_DISABLED;
+        if (r >= 0 && r < reps) {
+            sh_out->v[r] = a;
+            sh_out->v[reps + r] = b;
+        }
+        if (write(run->done, &c, 1) != 1)
+            _exit(1);
     }
+    free(ns);
     _exit(0);
 }
 
-/* Report the LTTng metrics; on_caller16 < 0 when ours was not measured. */
-static void bench_lttng(const lmc_bench_ctx *ctx, size_t iters, uint64_t loop_n, double on_caller16)
+/* Set up the session and start the measuring child; false (with a note) when it cannot run. */
+static bool lttng_begin(const lmc_bench_ctx *ctx, lttng_run *run, size_t iters, uint64_t loop_n)
 {
-    int reps = ctx->repeats;
-    size_t shm_len = sizeof(lttng_shared) + 2 * (size_t)reps * sizeof(double);
-    lttng_shared *out =
-        mmap(NULL, shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (out == MAP_FAILED) {
+    memset(run, 0, sizeof(*run));
+    run->pid = -1;
+    run->go = run->done = -1;
+    run->reps = ctx->repeats;
+    run->shm_len = sizeof(lttng_shared) + 2 * (size_t)run->reps * sizeof(double);
+    run->out = mmap(NULL, run->shm_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (run->out == MAP_FAILED) {
+        run->out = NULL;
         lmc_bench_note(ctx, "lttng_event_ns", "cannot map memory for the measuring child");
-        return;
+        return false;
     }
-    memset(out, 0, shm_len);
-    call_args c16, c1;
-    make_call(&c16, NKEYS, 7);
-    make_call(&c1, 1, 8);
+    memset(run->out, 0, run->shm_len);
+    make_call(&run->c16, NKEYS, 7);
+    make_call(&run->c1, 1, 8);
 
-    lttng_env env;
     char why[LTTNG_WHY_MAX] = "";
-    bool session_ok = lttng_session_begin(&env, why, sizeof(why));
+    bool session_ok = lttng_session_begin(&run->env, why, sizeof(why));
     if (!session_ok && strstr(why, "instead") == NULL)
         strncat(why, "; disabled tracepoint measured instead", sizeof(why) - strlen(why) - 1);
-    snprintf(out->why, sizeof(out->why), "%s", why);
+    snprintf(run->out->why, sizeof(run->out->why), "%s", why);
 
+    int go[2], done[2];
+    if (pipe(go) != 0) {
+        lmc_bench_note(ctx, "lttng_event_ns", "cannot make a pipe for the measuring child");
+        return false;
+    }
+    if (pipe(done) != 0) {
+        close(go[0]);
+        close(go[1]);
+        lmc_bench_note(ctx, "lttng_event_ns", "cannot make a pipe for the measuring child");
+        return false;
+    }
     fflush(NULL); /* nothing buffered may be written twice */
-    pid_t pid = fork();
-    if (pid == 0)
-        lttng_child(out, reps, iters, loop_n, session_ok, &c16, &c1);
+    run->pid = fork();
+    if (run->pid == 0) {
+        close(go[1]);
+        close(done[0]);
+        run->go = go[0];
+        run->done = done[1];
+        lttng_child(run, iters, loop_n, session_ok);
+    }
+    close(go[0]);
+    close(done[1]);
+    run->go = go[1];
+    run->done = done[0];
+    if (run->pid < 0) {
+        lmc_bench_note(ctx, "lttng_event_ns", "cannot fork the measuring child");
+        return false;
+    }
+    /* Generous: registration (3 s) and enabling (5 s). */
+    run->ready = child_byte(run->done, 30000000000ull);
+    return run->ready;
+}
+
+/* One trial of the child's (r = -1: the warm-up); false if it did not answer. */
+static bool lttng_trial(lttng_run *run, int r)
+{
+    if (!run->ready)
+        return false;
+    run->ready = write(run->go, &r, sizeof(r)) == (ssize_t)sizeof(r) &&
+                 child_byte(run->done, 20000000000ull);
+    return run->ready;
+}
+
+/*
+ * End the child and the session, then report the LTTng metrics; ours16[r]
+ * is our 16-key figure of trial r (the other side of the ratio), n the
+ * trials both sides completed.
+ */
+static void lttng_end(const lmc_bench_ctx *ctx, lttng_run *run, const double *ours16, size_t n,
+                      size_t iters)
+{
+    bool measured = run->ready;
     int status = 0;
-    bool done = false;
-    if (pid > 0) {
-        /* Generous: registration (3 s), enabling (5 s), then the timed calls. */
-        uint64_t budget = 30000000000ull + (uint64_t)reps * 2000000000ull;
-        done = child_exited(pid, budget, &status);
-        if (!done) {
-            kill(pid, SIGKILL);
-            child_exited(pid, 2000000000ull, &status);
+    bool exited = run->pid <= 0;
+    if (run->go >= 0)
+        close(run->go); /* the child's read sees EOF and it exits */
+    if (run->pid > 0) {
+        exited = child_exited(run->pid, 5000000000ull, &status);
+        if (!exited) {
+            kill(run->pid, SIGKILL);
+            child_exited(run->pid, 2000000000ull, &status);
         }
     }
+    if (run->done >= 0)
+        close(run->done);
     uint64_t discarded = 0, trace_bytes = 0;
-    lttng_session_end(&env, &discarded, &trace_bytes);
+    lttng_session_end(&run->env, &discarded, &trace_bytes);
+    lttng_shared *out = run->out;
+    if (out == NULL)
+        return;
 
-    if (pid < 0) {
-        lmc_bench_note(ctx, "lttng_event_ns", "cannot fork the measuring child");
-    } else if (!done) {
-        lmc_bench_note(ctx, "lttng_event_ns", "the measuring child timed out");
-    } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || out->state == LTTNG_FAILED) {
+    if (run->pid < 0) {
+        /* noted by lttng_begin */
+    } else if (!measured || !exited || !WIFEXITED(status) || WEXITSTATUS(status) != 0 ||
+               out->state == LTTNG_FAILED) {
         lmc_bench_note(ctx, "lttng_event_ns",
-                       out->why[0] ? out->why : "the measuring child failed");
+                       out->why[0] ? out->why : "the measuring child failed or timed out");
     } else if (out->state == LTTNG_ACTIVE) {
-        double ev16 = lmc_bench_median(out->v, (size_t)reps);
-        double ev1 = lmc_bench_median(out->v + reps, (size_t)reps);
-        lmc_bench_report(ctx, "lttng_event_ns", ev16, "ns");
-        lmc_bench_report(ctx, "lttng_event_1key_ns", ev1, "ns");
-        if (on_caller16 >= 0 && ev16 > 0)
-            lmc_bench_report(ctx, "lttng_ratio_16keys", on_caller16 / ev16, "x");
+        int reps = run->reps;
+        lmc_bench_report_trials(ctx, "lttng_event_ns", out->v, n, "ns");
+        lmc_bench_report_trials(ctx, "lttng_event_1key_ns", out->v + reps, n, "ns");
+        lmc_bench_report_ratio(ctx, "lttng_ratio_16keys", ours16, out->v, n, "x");
         /* The events must really have been recorded: about 1.9 KB per 16-key call. */
-        uint64_t expect = (uint64_t)reps * (iters + BURST) * c16.n * sizeof(lmc_object_key);
+        uint64_t expect =
+            (uint64_t)(reps + 1) * (iters + BURST) * run->c16.n * sizeof(lmc_object_key);
         if (discarded > 0 || trace_bytes < expect / 2)
             fprintf(stderr,
                     "bench trace: the LTTng session discarded %llu events and holds "
@@ -778,11 +920,10 @@ static void bench_lttng(const lmc_bench_ctx *ctx, size_t iters, uint64_t loop_n,
                     (unsigned long long)discarded, (unsigned long long)trace_bytes,
                     (unsigned long long)expect);
     } else {
-        lmc_bench_report(ctx, "lttng_event_disabled_ns",
-                         lmc_bench_median(out->v + reps, (size_t)reps), "ns");
+        lmc_bench_report_trials(ctx, "lttng_event_disabled_ns", out->v + run->reps, n, "ns");
         lmc_bench_note(ctx, "lttng_event_ns", out->why);
     }
-    munmap(out, shm_len);
+    munmap(out, run->shm_len);
 }
 
 #endif /* LMC_HAVE_LTTNG */
@@ -799,69 +940,93 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     size_t drain_n = (size_t)(100000 * ctx->scale) + 5000;
     double *v = calloc((size_t)reps, sizeof(double));
     double *v1 = calloc((size_t)reps, sizeof(double));
-    double *ns = malloc(iters * sizeof(double));
+    double *ns = malloc(2 * iters * sizeof(double));
     call_args *calls = malloc(CALL_VARIANTS * sizeof(call_args));
     call_args *c1 = malloc(sizeof(call_args));
+    drain_result *d = calloc((size_t)reps, sizeof(*d));
     int rc = 1;
-    if (v == NULL || v1 == NULL || ns == NULL || calls == NULL || c1 == NULL)
+    if (v == NULL || v1 == NULL || ns == NULL || calls == NULL || c1 == NULL || d == NULL)
         goto out;
     for (size_t i = 0; i < CALL_VARIANTS; i++)
         make_call(&calls[i], NKEYS, i + 1);
     make_call(c1, 1, 1000);
-    double overhead = timer_overhead_ns();
 
     for (int r = 0; r < reps; r++)
         v[r] = bench_off_overhead(&calls[0], loop_n, r);
-    lmc_bench_report(ctx, "off_overhead_ns", lmc_bench_median(v, (size_t)reps), "ns");
-
-    /* A server's bus (default size), drained by its thread into the recorder. */
-    tracing t;
-    if (tracing_start(&t, 0, true) != 0)
-        goto out;
-    uint64_t dropped0 = lmc_event_bus_dropped(t.bus);
-    for (int r = 0; r < reps; r++) {
-        v1[r] = time_calls(emit_ours, c1, iters, ns, overhead, t.bus);
-        v[r] = time_calls(emit_ours, &calls[0], iters, ns, overhead, t.bus);
-    }
-    uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
-    tracing_end(&t);
-    double on16 = lmc_bench_median(v, (size_t)reps);
-    lmc_bench_report(ctx, "on_caller_1key_ns", lmc_bench_median(v1, (size_t)reps), "ns");
-    lmc_bench_report(ctx, "on_caller_16keys_ns", on16, "ns");
-    if (dropped > 0)
-        fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
-                (unsigned long long)dropped);
-
-    drain_result *d = calloc((size_t)reps, sizeof(*d));
-    if (d == NULL)
-        goto out;
-    int ok = 0;
-    for (int r = 0; r < reps; r++)
-        if (bench_drain(calls, drain_n, &d[ok]) == 0)
-            ok++;
-    if (ok > 0) {
-        for (int r = 0; r < ok; r++)
-            v[r] = d[r].records_per_s;
-        lmc_bench_report(ctx, "drain_records_per_s", lmc_bench_median(v, (size_t)ok), "records/s");
-        for (int r = 0; r < ok; r++)
-            v[r] = d[r].write_bytes_avg;
-        lmc_bench_report(ctx, "drain_write_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
-        for (int r = 0; r < ok; r++)
-            v[r] = d[r].record_bytes_avg;
-        lmc_bench_report(ctx, "drain_record_bytes_avg", lmc_bench_median(v, (size_t)ok), "B");
-    } else {
-        lmc_bench_note(ctx, "drain_records_per_s", "the drain benchmark failed (see stderr)");
-    }
-    free(d);
+    lmc_bench_report_trials(ctx, "off_overhead_ns", v, (size_t)reps, "ns");
 
 #ifdef LMC_HAVE_LTTNG
-    bench_lttng(ctx, iters, loop_n, on16);
+    /* The child first: forked before our bus exists, it shares none of our pages. */
+    lttng_run lt;
+    bool lttng = lttng_begin(ctx, &lt, iters, loop_n);
+#endif
+    /* A server's bus (default size), drained by its thread into the recorder. */
+    tracing t;
+    size_t n = 0; /* trials both sides completed */
+    if (tracing_start(&t, 0, true) == 0) {
+        uint64_t dropped0 = lmc_event_bus_dropped(t.bus);
+        /* Trial by trial: ours, then LTTng's (the other way round in odd trials),
+         * after one warm-up trial of each (r = -1). */
+        for (int r = -1; r < reps; r++) {
+#ifdef LMC_HAVE_LTTNG
+            if (lttng && r % 2 != 0)
+                lttng = lttng_trial(&lt, r);
+#endif
+            double one = time_calls(emit_ours, c1, iters, ns, t.bus);
+            double sixteen = time_calls(emit_ours, &calls[0], iters, ns, t.bus);
+#ifdef LMC_HAVE_LTTNG
+            if (lttng && r % 2 == 0)
+                lttng = lttng_trial(&lt, r);
+#endif
+            if (r >= 0) {
+                v1[r] = one;
+                v[r] = sixteen;
+                n += 1;
+            }
+        }
+        uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
+        tracing_end(&t);
+        lmc_bench_report_trials(ctx, "on_caller_1key_ns", v1, n, "ns");
+        lmc_bench_report_trials(ctx, "on_caller_16keys_ns", v, n, "ns");
+        if (dropped > 0)
+            fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
+                    (unsigned long long)dropped);
+    }
+#ifdef LMC_HAVE_LTTNG
+    lttng_end(ctx, &lt, v, n, iters);
 #else
-    (void)on16;
     lmc_bench_note(ctx, "lttng_event_ns",
                    "LTTng-UST not available at build time (liblttng-ust-dev missing, or "
                    "LMC_WITH_LTTNG=OFF)");
 #endif
+    if (n == 0)
+        goto out;
+
+    /* The drain and its ceiling, pairwise: one untimed round, then a pair per trial. */
+    int ok = 0;
+    for (int r = -1; r < reps; r++) {
+        drain_result x;
+        if (bench_drain(calls, drain_n, &x) == 0 && r >= 0)
+            d[ok++] = x;
+    }
+    if (ok > 0) {
+        double *c = ns; /* room for 2 * iters >= 2 * reps values */
+        for (int r = 0; r < ok; r++) {
+            v[r] = d[r].records_per_s;
+            c[r] = d[r].ceiling_records_per_s;
+        }
+        lmc_bench_report_trials(ctx, "drain_records_per_s", v, (size_t)ok, "records/s");
+        lmc_bench_report_trials(ctx, "drain_ceiling_records_per_s", c, (size_t)ok, "records/s");
+        lmc_bench_report_ratio(ctx, "drain_to_ceiling", v, c, (size_t)ok, "x");
+        for (int r = 0; r < ok; r++)
+            v[r] = d[r].write_bytes_avg;
+        lmc_bench_report_trials(ctx, "drain_write_bytes_avg", v, (size_t)ok, "B");
+        for (int r = 0; r < ok; r++)
+            v[r] = d[r].record_bytes_avg;
+        lmc_bench_report_trials(ctx, "drain_record_bytes_avg", v, (size_t)ok, "B");
+    } else {
+        lmc_bench_note(ctx, "drain_records_per_s", "the drain benchmark failed (see stderr)");
+    }
     rc = 0;
 out:
     free(v);
@@ -869,5 +1034,6 @@ out:
     free(ns);
     free(calls);
     free(c1);
+    free(d);
     return rc;
 }

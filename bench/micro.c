@@ -37,9 +37,12 @@ static void usage(FILE *out)
     fprintf(out,
             "usage: lmcache bench micro [--help] [--json] [--repeats N] [--quick] "
             "[GROUP...]\n\n"
-            "Micro-benchmarks; each metric is measured N times (default 5) and the median "
-            "is\nreported. With --json, one object per line:\n"
-            "  {\"bench\": GROUP, \"metric\": NAME, \"value\": NUMBER, \"unit\": UNIT}\n\n"
+            "Micro-benchmarks; each metric is measured in N trials (default 5) after a "
+            "warm-up,\nand the median is reported with the trials' min and max; a ratio is "
+            "measured\npairwise in each trial and reported as a metric of its own. With "
+            "--json, one\nobject per line:\n"
+            "  {\"bench\": GROUP, \"metric\": NAME, \"value\": MEDIAN, \"unit\": UNIT,\n"
+            "   \"min\": NUMBER, \"max\": NUMBER, \"trials\": N}\n\n"
             "--quick runs tiny iteration counts (%d repeats; a few seconds for all groups)\n"
             "with the same metrics and output: a smoke test, not figures to quote.\n\n"
             "groups (all when none is named):\n",
@@ -48,14 +51,45 @@ static void usage(FILE *out)
         fprintf(out, "  %-8s %s\n", groups[i].name, groups[i].summary);
 }
 
+void lmc_bench_report_trials(const lmc_bench_ctx *ctx, const char *metric, const double *v,
+                             size_t n, const char *unit)
+{
+    double *s = n > 0 ? malloc(n * sizeof(*s)) : NULL;
+    if (s == NULL) {
+        lmc_bench_note(ctx, metric, n > 0 ? "out of memory" : "no trial was measured");
+        return;
+    }
+    memcpy(s, v, n * sizeof(*s));
+    double med = lmc_bench_median(s, n); /* sorts s */
+    if (ctx->json)
+        printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\", "
+               "\"min\": %.6g, \"max\": %.6g, \"trials\": %zu}\n",
+               ctx->group, metric, med, unit, s[0], s[n - 1], n);
+    else
+        printf("%-8s %-32s %14.3f %-10s [%.3f .. %.3f, %zu trials]\n", ctx->group, metric, med,
+               unit, s[0], s[n - 1], n);
+    fflush(stdout);
+    free(s);
+}
+
+void lmc_bench_report_ratio(const lmc_bench_ctx *ctx, const char *metric, const double *num,
+                            const double *den, size_t n, const char *unit)
+{
+    double *r = n > 0 ? malloc(n * sizeof(*r)) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; r != NULL && i < n; i++)
+        if (den[i] > 0)
+            r[k++] = num[i] / den[i];
+    if (k > 0)
+        lmc_bench_report_trials(ctx, metric, r, k, unit);
+    else
+        lmc_bench_note(ctx, metric, r == NULL && n > 0 ? "out of memory" : "no pair was measured");
+    free(r);
+}
+
 void lmc_bench_report(const lmc_bench_ctx *ctx, const char *metric, double value, const char *unit)
 {
-    if (ctx->json)
-        printf("{\"bench\": \"%s\", \"metric\": \"%s\", \"value\": %.6g, \"unit\": \"%s\"}\n",
-               ctx->group, metric, value, unit);
-    else
-        printf("%-8s %-32s %14.3f %s\n", ctx->group, metric, value, unit);
-    fflush(stdout);
+    lmc_bench_report_trials(ctx, metric, &value, 1, unit);
 }
 
 void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *why)

@@ -32,6 +32,7 @@
 #include "analyze/output.h"
 #include "cli.h"
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/flags.h"
 #include "core/json.h"
 #include "core/log.h"
@@ -125,8 +126,8 @@ static int scan_records(lmc_trace_reader *rd, lmc_strmap *ops, trace_scan *out, 
 /* A row of LMCache's layout; both parts may come from the trace, so both are escaped. */
 static void row(const char *label, const char *value)
 {
-    char *l = lmc_text_escape_dup(label, strlen(label));
-    char *v = lmc_text_escape_dup(value, strlen(value));
+    char *l = lmc_escape_dup(label, strlen(label), 0);
+    char *v = lmc_escape_dup(value, strlen(value), 0);
     size_t n = l != NULL ? strlen(l) + 1 : 0;
     printf("  %s:%*s%s\n", l != NULL ? l : "?", n < 28 ? (int)(28 - n) : 0, "",
            v != NULL ? v : "?");
@@ -330,7 +331,8 @@ static int cmd_trace_info(int argc, char **argv)
         rows[i].q = lmc_strmap_key_at(ops, i, &rows[i].len);
         rows[i].count = lmc_strmap_value_at(ops, i);
     }
-    qsort(rows, n_ops, sizeof(*rows), cmp_op);
+    if (n_ops > 0) /* rows stays NULL when there are none */
+        qsort(rows, n_ops, sizeof(*rows), cmp_op);
     if (json) {
         char *text = info_json(path, h, sc.duration, sc.total, sc.has_dropped, sc.dropped,
                                lmc_trace_reader_malformed(rd), rows, n_ops, sc.truncated, &kr);
@@ -344,7 +346,7 @@ static int cmd_trace_info(int argc, char **argv)
         goto done;
     }
     char buf[128];
-    char *shown = lmc_text_escape_dup(path, strlen(path));
+    char *shown = lmc_escape_dup(path, strlen(path), 0);
     printf("Trace file: %s\n", shown != NULL ? shown : path);
     free(shown);
     row("level", h->level);
@@ -373,7 +375,7 @@ static int cmd_trace_info(int argc, char **argv)
     } else {
         printf("  ops:\n");
         for (size_t i = 0; i < n_ops; i++) {
-            char *e = lmc_text_escape_dup(rows[i].q, rows[i].len);
+            char *e = lmc_escape_dup(rows[i].q, rows[i].len, 0);
             printf("    %s: %llu\n", e != NULL ? e : "?", (unsigned long long)rows[i].count);
             free(e);
         }
@@ -876,7 +878,7 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
         atomic_store(&p->last_ns, lmc_mono_ns());
     if (p->args->verbose) {
         /* The qualname comes from the trace: escaped before it reaches a terminal. */
-        char *q = lmc_text_escape_dup(rec->qualname, strlen(rec->qualname));
+        char *q = lmc_escape_dup(rec->qualname, strlen(rec->qualname), 0);
         printf("  [%llu/%llu]  %-4s  %8.3fms  %s\n", (unsigned long long)rec->index,
                (unsigned long long)p->total, rec->failed ? "FAIL" : "OK", rec->latency_s * 1000.0,
                q != NULL ? q : "?");

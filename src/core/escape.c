@@ -91,42 +91,56 @@ size_t lmc_escape_unit(const char *s, size_t n, unsigned flags, char out[LMC_ESC
     return len;
 }
 
-size_t lmc_escape(const char *s, size_t n, unsigned flags, char *buf, size_t len)
-{
-    size_t pos = 0;
-    char unit[LMC_ESCAPE_UNIT_MAX];
-    for (size_t i = 0; i < n;) {
-        size_t used;
-        size_t w = lmc_escape_unit(s + i, n - i, flags, unit, &used);
-        if (len > 0 && pos < len - 1) {
-            size_t room = len - 1 - pos;
-            memcpy(buf + pos, unit, w < room ? w : room);
-        }
-        pos += w;
-        i += used;
-    }
-    if (len > 0)
-        buf[pos < len ? pos : len - 1] = '\0';
-    return pos;
-}
-
-void lmc_escape_append(lmc_strbuf *b, const char *s, size_t n, unsigned flags)
+/*
+ * The one escaping loop: the longest run that needs no escape goes to put in
+ * one piece, each other unit as its escape.
+ */
+static void escape_to(const char *s, size_t n, unsigned flags,
+                      void (*put)(void *sink, const char *p, size_t len), void *sink)
 {
     size_t i = 0;
     while (i < n) {
-        /* Copy the longest run that needs no escape in one go. */
         size_t run = i;
         while (run < n && plain((unsigned char)s[run], flags))
             run++;
         if (run > i) {
-            lmc_strbuf_append(b, s + i, run - i);
+            put(sink, s + i, run - i);
             i = run;
             continue;
         }
         char unit[LMC_ESCAPE_UNIT_MAX];
         size_t used;
         size_t w = lmc_escape_unit(s + i, n - i, flags, unit, &used);
-        lmc_strbuf_append(b, unit, w);
+        put(sink, unit, w);
         i += used;
     }
+}
+
+static void put_fixbuf(void *sink, const char *p, size_t len)
+{
+    lmc_fixbuf_append(sink, p, len);
+}
+
+static void put_strbuf(void *sink, const char *p, size_t len)
+{
+    lmc_strbuf_append(sink, p, len);
+}
+
+size_t lmc_escape(const char *s, size_t n, unsigned flags, char *buf, size_t len)
+{
+    lmc_fixbuf b = LMC_FIXBUF(buf, len);
+    escape_to(s, n, flags, put_fixbuf, &b);
+    return lmc_fixbuf_finish(&b);
+}
+
+void lmc_escape_append(lmc_strbuf *b, const char *s, size_t n, unsigned flags)
+{
+    escape_to(s, n, flags, put_strbuf, b);
+}
+
+char *lmc_escape_dup(const char *s, size_t n, unsigned flags)
+{
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    escape_to(s, n, flags, put_strbuf, &b);
+    return lmc_strbuf_finish(&b);
 }

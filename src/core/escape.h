@@ -54,4 +54,7 @@ size_t lmc_escape(const char *s, size_t n, unsigned flags, char *buf, size_t len
 /* Append the escaped form of n bytes at s to b. */
 void lmc_escape_append(lmc_strbuf *b, const char *s, size_t n, unsigned flags);
 
+/* The escaped form in a malloc'd string (the caller frees it); NULL when memory runs out. */
+char *lmc_escape_dup(const char *s, size_t n, unsigned flags);
+
 #endif

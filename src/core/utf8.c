@@ -38,3 +38,21 @@ size_t lmc_utf8_decode(const unsigned char *s, size_t n, uint32_t *cp)
     *cp = v;
     return need;
 }
+
+bool lmc_utf8_valid(const void *s, size_t n)
+{
+    const unsigned char *p = s;
+    size_t i = 0;
+    while (i < n) {
+        if (p[i] < 0x80) { /* the common case: a run of ASCII */
+            i++;
+            continue;
+        }
+        uint32_t cp;
+        size_t len = lmc_utf8_decode(p + i, n - i, &cp);
+        if (len == 0)
+            return false;
+        i += len;
+    }
+    return true;
+}

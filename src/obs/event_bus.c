@@ -662,6 +662,15 @@ void lmc_event_bus_write(lmc_event_reservation *r, const void *data, size_t n)
     r->written += n;
 }
 
+void *lmc_event_bus_span(const lmc_event_reservation *r)
+{
+    const lmc_event_bus *bus = r->bus;
+    if (bus == NULL)
+        return NULL;
+    size_t at = (size_t)((uint32_t)r->pos & bus->mask) * SLOT_BYTES + HDR_BYTES;
+    return at + r->len <= bus->ring_bytes ? bus->ring + at : NULL;
+}
+
 void lmc_event_bus_commit(lmc_event_reservation *r)
 {
     lmc_event_bus *bus = r->bus;

@@ -154,6 +154,14 @@ bool lmc_event_bus_reserve_mono(lmc_event_bus *bus, uint32_t type, size_t len, u
 double lmc_event_bus_wall_from_mono(const lmc_event_bus *bus, uint64_t mono_ns);
 /* Append n bytes to a reservation (n must fit in what was reserved; any excess is ignored). */
 void lmc_event_bus_write(lmc_event_reservation *r, const void *data, size_t n);
+/*
+ * The reservation's payload as one contiguous, 16-byte aligned span of
+ * r->len bytes in the ring, or NULL when it wraps around the ring end (or
+ * the reservation failed). A publisher that writes through it sets
+ * r->written to what it wrote before commit; it saves the per-piece
+ * bookkeeping of lmc_event_bus_write on the common, unwrapped path.
+ */
+void *lmc_event_bus_span(const lmc_event_reservation *r);
 void lmc_event_bus_commit(lmc_event_reservation *r);
 
 /*

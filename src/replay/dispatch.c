@@ -18,8 +18,8 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/log.h"
-#include "core/text.h"
 #include "trace/codec.h"
 #include "trace/ops.h"
 
@@ -355,7 +355,7 @@ lmc_status lmc_replay_check_args(const lmc_trace_record *rec, lmc_trace_op op, l
                  memcmp(rec->args[i].name, info->args[j].name, info->args[j].name_len) == 0))
             j++;
         if (j == info->nargs) {
-            char *name = lmc_text_escape_dup(rec->args[i].name, rec->args[i].name_len);
+            char *name = lmc_escape_dup(rec->args[i].name, rec->args[i].name_len, 0);
             lmc_error_set(err, LMC_ERR_FORMAT, "%s: unexpected argument '%s'", info->name,
                           name != NULL ? name : "?");
             free(name);
@@ -465,6 +465,20 @@ lmc_status lmc_replay_arg_extra_count(const lmc_trace_record *rec, uint32_t *out
                              rec->qualname);
     *out = (uint32_t)a->value.u.i;
     return LMC_OK;
+}
+
+lmc_status lmc_replay_lookup_args(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  const lmc_object_key **keys, size_t *n,
+                                  const lmc_layout_desc **layout, uint32_t *extra, lmc_error *err)
+{
+    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_keys(ctx, rec, keys, n, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_layout(rec, layout, err);
+    if (st == LMC_OK)
+        st = lmc_replay_arg_extra_count(rec, extra, err);
+    return st;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -605,13 +619,7 @@ lmc_status lmc_replay_submit_prefetch(lmc_replay_ctx *ctx, const lmc_trace_recor
     uint32_t extra;
     lmc_trim_policy policy;
     char *ext = NULL;
-    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_layout(rec, &layout, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_extra_count(rec, &extra, err);
+    lmc_status st = lmc_replay_lookup_args(ctx, rec, &keys, &n, &layout, &extra, err);
     if (st == LMC_OK)
         st = get_policy(rec, &policy, err);
     if (st == LMC_OK)

@@ -152,6 +152,14 @@ lmc_status lmc_replay_arg_layout(const lmc_trace_record *rec, const lmc_layout_d
 lmc_status lmc_replay_arg_extra_count(const lmc_trace_record *rec, uint32_t *out, lmc_error *err);
 
 /*
+ * A submit_prefetch_task record's arguments both modes read: checked
+ * (lmc_replay_check_args), then keys, layout_desc and extra_count as above.
+ */
+lmc_status lmc_replay_lookup_args(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
+                                  const lmc_object_key **keys, size_t *n,
+                                  const lmc_layout_desc **layout, uint32_t *extra, lmc_error *err);
+
+/*
  * To classify per-key results where one L1 error code covers several
  * reasons: the L1 state of every key i with needs(errs[i]), asked for in
  * one call right after the StorageManager answered; then, walking the keys

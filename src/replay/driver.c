@@ -17,10 +17,10 @@
 #include <string.h>
 
 #include "core/clock.h"
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/names.h"
 #include "core/strmap.h"
-#include "core/text.h"
 #include "lmcache/storage_manager.h"
 #include "replay/engine_mode.h"
 #include "replay/outcome_queue.h"
@@ -84,7 +84,7 @@ static const char *skip_reason(warned *w, const lmc_dispatcher *d, lmc_trace_rea
     uint64_t *seen = w->names != NULL
                          ? lmc_strmap_slot(w->names, rec->qualname, rec->qualname_len, &fresh)
                          : NULL;
-    char *q = fresh ? lmc_text_escape_dup(rec->qualname, rec->qualname_len) : NULL;
+    char *q = fresh ? lmc_escape_dup(rec->qualname, rec->qualname_len, 0) : NULL;
     if (!handled && fresh)
         LMC_WARN(LOG_COMP, "trace replay: no handler for qualname '%s'; skipping", q ? q : "?");
     else if (handled && (seen == NULL || (*seen)++ < 1))

@@ -360,13 +360,7 @@ static lmc_status serve_lookup(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
     const lmc_layout_desc *layout;
     uint32_t extra;
     request *r = NULL;
-    lmc_status st = lmc_replay_check_args(rec, LMC_TRACE_OP_SUBMIT_PREFETCH, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_keys(ctx, rec, &keys, &n, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_layout(rec, &layout, err);
-    if (st == LMC_OK)
-        st = lmc_replay_arg_extra_count(rec, &extra, err);
+    lmc_status st = lmc_replay_lookup_args(ctx, rec, &keys, &n, &layout, &extra, err);
     if (st == LMC_OK)
         st = world_size_of(rec, keys, n, &ws, err);
     if (st == LMC_OK)

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/log.h"
 #include "core/text.h"
 
@@ -36,7 +37,7 @@ static void report(lmc_replay_timeline *tl, uint64_t offset, const char *qualnam
     tl->adjusted++;
     if (tl->adjusted > REPORT_MAX)
         return;
-    char *q = lmc_text_escape_dup(qualname, qualname != NULL ? strlen(qualname) : 0);
+    char *q = lmc_escape_dup(qualname, qualname != NULL ? strlen(qualname) : 0, 0);
     char t[48], u[48];
     lmc_text_seconds(t_mono, t, sizeof(t));
     lmc_text_seconds(used, u, sizeof(u));

@@ -80,7 +80,9 @@ int64_t lmc_socket_peer_uid(int fd, const char **why)
         (ssize_t)sizeof(req))
         n = (int)recv(s, &buf, sizeof(buf), 0);
     *why = "the peer is not a socket of this host";
-    for (struct nlmsghdr *h = &buf.h; n > 0 && NLMSG_OK(h, n); h = NLMSG_NEXT(h, n)) {
+    /* NLMSG_OK compares the header's u32 length with len: an unsigned len keeps both compilers quiet. */
+    unsigned int len = n > 0 ? (unsigned int)n : 0;
+    for (struct nlmsghdr *h = &buf.h; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
         if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
             h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
             break; /* NLMSG_ERROR: no such socket */

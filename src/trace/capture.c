@@ -55,6 +55,24 @@ static size_t pad8(size_t n)
 #define HEAD_MAX                                                                                   \
     (sizeof(wire_hdr) + LMC_LAYOUT_MAX_TENSORS * (sizeof(lmc_shape) + sizeof(int32_t)) + 8)
 
+/* Write the header, the layout's shapes and its dtypes at dst; returns the bytes written. */
+static inline size_t put_head(uint8_t *dst, const wire_hdr *h, const lmc_layout_desc *layout,
+                              uint32_t lc)
+{
+    memcpy(dst, h, sizeof(*h));
+    size_t at = sizeof(*h);
+    if (lc > 0) {
+        memcpy(dst + at, layout->shapes, lc * sizeof(lmc_shape));
+        at += lc * sizeof(lmc_shape);
+        for (uint32_t i = 0; i < lc; i++) {
+            int32_t dt = (int32_t)layout->dtypes[i];
+            memcpy(dst + at, &dt, sizeof(dt));
+            at += sizeof(dt);
+        }
+    }
+    return at;
+}
+
 void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
 {
     /*
@@ -75,11 +93,8 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
         lc = LMC_LAYOUT_MAX_TENSORS;
     size_t ext_len = ext ? strlen(ext) : 0;
     size_t head = sizeof(wire_hdr) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + ext_len;
+    size_t pad = pad8(head) - head;
     size_t len = pad8(head) + n * sizeof(lmc_object_key);
-
-    /* Everything but the external request id and the keys is laid out on
-     * the stack first, so the ring sees two or three straight copies. */
-    _Alignas(8) uint8_t buf[HEAD_MAX];
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
                   .t_mono_ns = t,
@@ -88,34 +103,31 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
                   .policy = a->policy,
                   .layout_count = layout ? (lc ? lc : UINT32_MAX) : 0,
                   .ext_len = (uint32_t)ext_len};
-    memcpy(buf, &h, sizeof(h));
-    size_t at = sizeof(h);
-    if (lc > 0) {
-        memcpy(buf + at, layout->shapes, lc * sizeof(lmc_shape));
-        at += lc * sizeof(lmc_shape);
-        for (uint32_t i = 0; i < lc; i++) {
-            int32_t dt = (int32_t)layout->dtypes[i];
-            memcpy(buf + at, &dt, sizeof(dt));
-            at += sizeof(dt);
-        }
-    }
-    size_t pad = pad8(head) - head;
-    if (ext_len == 0) { /* the padding goes with the rest of the head */
-        memset(buf + at, 0, pad);
-        at += pad;
-    }
+    static const uint8_t zeros[8] = {0};
 
     lmc_event_reservation r;
     if (!lmc_event_bus_reserve_mono(bus, LMC_EVENT_TRACE_CALL, len, t, &r))
         return; /* full: counted by the bus */
-    lmc_event_bus_write(&r, buf, at);
-    if (ext_len > 0) {
-        static const uint8_t zeros[8] = {0};
+    uint8_t *dst = lmc_event_bus_span(&r);
+    if (dst != NULL) {
+        /* The usual case: the event does not wrap, so every piece is copied
+         * once, straight into its slots. */
+        size_t at = put_head(dst, &h, layout, lc);
+        if (ext_len > 0) /* (memcpy from NULL is undefined even for 0 bytes) */
+            memcpy(dst + at, ext, ext_len);
+        memset(dst + at + ext_len, 0, pad);
+        if (n > 0)
+            memcpy(dst + pad8(head), a->keys, n * sizeof(lmc_object_key));
+        r.written = len;
+    } else {
+        /* At the ring end: the head goes through the stack, then each piece
+         * through the wrapping write. */
+        _Alignas(8) uint8_t buf[HEAD_MAX];
+        lmc_event_bus_write(&r, buf, put_head(buf, &h, layout, lc));
         lmc_event_bus_write(&r, ext, ext_len);
         lmc_event_bus_write(&r, zeros, pad);
-    }
-    if (n > 0)
         lmc_event_bus_write(&r, a->keys, n * sizeof(lmc_object_key));
+    }
     lmc_event_bus_commit(&r);
 }
 

@@ -17,7 +17,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "core/text.h"
+#include "core/utf8.h"
 
 /* datetime's range (years 1..9999) in Unix seconds, which msgspec's timestamps must fit. */
 #define TS_MIN_SECONDS (-62135596800LL)

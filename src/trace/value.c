@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "core/escape.h"
-#include "core/text.h"
+#include "core/strbuf.h"
 #include "trace/codec.h"
 
 /* ---------------------------------------------------------------------- */
@@ -159,12 +159,12 @@ void lmc_arena_free(lmc_arena *a)
 /* Formatting                                                              */
 /* ---------------------------------------------------------------------- */
 
-/* A bounded writer that keeps counting past the end, like snprintf (core/text.h). */
-typedef lmc_bounded out;
+/* A bounded writer that keeps counting past the end, like snprintf (core/strbuf.h). */
+typedef lmc_fixbuf out;
 
 static void put(out *o, const char *s, size_t n)
 {
-    lmc_bounded_put(o, s, n);
+    lmc_fixbuf_append(o, s, n);
 }
 
 static void puts_(out *o, const char *s)
@@ -186,7 +186,7 @@ static void putf(out *o, const char *fmt, ...)
 
 static size_t finish(out *o)
 {
-    return lmc_bounded_finish(o);
+    return lmc_fixbuf_finish(o);
 }
 
 /*

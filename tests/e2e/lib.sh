@@ -2,8 +2,9 @@
 #   . "$(dirname "$0")/lib.sh" "$@"
 # It sets LMCACHE and TOOLS (the script's two arguments, made absolute), HERE
 # (the scripts' folder), MOONCAKE (the shared Mooncake trace) and T (a fresh
-# temporary folder, removed at exit with every process in PIDS killed), and
-# defines the helpers below. The script ends with `e2e_report NAME`.
+# temporary folder, removed at exit with every process in PIDS killed and
+# what at_exit names run), and defines the helpers below. The script ends
+# with `e2e_report NAME`.
 # Not a test itself: CTest runs tests/e2e/test_*.sh only.
 
 LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
@@ -12,8 +13,16 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
 T=$(mktemp -d)
 PIDS=()
+AT_EXIT=()
+# at_exit CMD [ARG...]: run CMD at exit, after the processes in PIDS are gone (so a
+# mount they write to is no longer busy) and before $T is removed; the last named
+# runs first.
+at_exit() { AT_EXIT+=("$(printf '%q ' "$@")"); }
 e2e_cleanup() {
+    local p i
     for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    for p in "${PIDS[@]}"; do wait "$p" 2>/dev/null; done
+    for ((i = ${#AT_EXIT[@]} - 1; i >= 0; i--)); do eval "${AT_EXIT[i]}"; done
     rm -rf "$T"
 }
 trap e2e_cleanup EXIT
@@ -40,27 +49,49 @@ free_port() {
 # A value from a JSON file: json_get FILE 'r["a"]["b"]'
 json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-# record_mooncake TRACE REQUESTS [server flags...]: a Mooncake workload of REQUESTS
-# requests through `lmcache server` with tracing to TRACE, driven by `lmcache
-# bench server` (2 clients, 100x the recorded speed); the server stops with
-# SIGTERM. Counts two checks: the bench and the server exit 0.
+# start_server PORT LOG [server flags...]: `lmcache server` on PORT in the background,
+# its stderr in LOG, its pid in SERVER and in PIDS. Returns 0 once it is listening,
+# 1 if it exits first or is not listening within 10 s.
+start_server() {
+    local port=$1 log=$2
+    shift 2
+    "$LMCACHE" server --port "$port" "$@" 2> "$log" &
+    SERVER=$!
+    PIDS+=("$SERVER")
+    for _ in $(seq 1 100); do
+        grep -q "listening on" "$log" 2>/dev/null && return 0
+        kill -0 "$SERVER" 2>/dev/null || return 1
+        sleep 0.1
+    done
+    return 1
+}
+
+# mooncake_run NAME REQUESTS [server flags...]: a Mooncake workload of REQUESTS
+# requests through `lmcache server` (2 workers; log $T/NAME.server.log), driven by
+# `lmcache bench server` (2 clients, 100x the recorded speed; its JSON in
+# $T/NAME.bench.json); the server stops with SIGTERM. Counts two checks: the bench
+# and the server exit 0.
+mooncake_run() {
+    local name=$1 requests=$2 port server
+    shift 2
+    port=$(free_port)
+    start_server "$port" "$T/$name.server.log" --max-workers 2 "$@"
+    server=$SERVER
+    "$LMCACHE" bench server --port "$port" --trace "$MOONCAKE" --max-requests "$requests" \
+        --time-scale 0.01 --concurrency 2 --bytes-per-token 16 --json > "$T/$name.bench.json" \
+        2> "$T/$name.bench.err"
+    expect "bench server exits 0 on the $name run" $?
+    kill -TERM "$server"
+    wait "$server"
+    expect "the $name run's server stops cleanly" $?
+}
+
+# record_mooncake TRACE REQUESTS [server flags...]: mooncake_run (named record) with
+# tracing to TRACE.
 record_mooncake() {
     local trace=$1 requests=$2
     shift 2
-    local port log="$T/record-server.log"
-    port=$(free_port)
-    "$LMCACHE" server --port "$port" --max-workers 2 --trace-level storage \
-        --trace-output "$trace" "$@" 2> "$log" &
-    local server=$!
-    PIDS+=("$server")
-    for _ in $(seq 1 100); do grep -q "listening on" "$log" 2>/dev/null && break; sleep 0.1; done
-    "$LMCACHE" bench server --port "$port" --trace "$MOONCAKE" --max-requests "$requests" \
-        --time-scale 0.01 --concurrency 2 --bytes-per-token 16 > "$T/record-bench.out" \
-        2> "$T/record-bench.err"
-    expect "bench server exits 0 while recording" $?
-    kill -TERM "$server"
-    wait "$server"
-    expect "the recording server stops cleanly" $?
+    mooncake_run record "$requests" --trace-level storage --trace-output "$trace" "$@"
 }
 
 # chrome ARGS...: headless Chromium ($CHROMIUM) with a fresh profile under $T and nothing

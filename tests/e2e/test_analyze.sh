@@ -11,28 +11,12 @@
 # (scripts/install-deps installs it).
 # Usage: test_analyze.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "$0")/lib.sh" "$@"
 # The value at a JSON path ("workload/requests") in a file.
 jget() { python3 -c 'import json,sys
 v=json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("/"): v=v[int(k)] if isinstance(v,list) else v[k]
 print(v)' "$1" "$2"; }
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
 command -v python3 >/dev/null || { echo "python3 is required (scripts/install-deps)"; exit 1; }
@@ -215,5 +199,4 @@ expect "an --html path that cannot be written exits 1 naming it" $?
 err=$("$LMCACHE" trace info --format yaml "$T/rec.lct" 2>&1 >/dev/null); rc=$?
 [ $rc = 2 ] && echo "$err" | grep -q "'yaml' is not one of terminal, json"; expect "trace info --format yaml exits 2" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_analyze

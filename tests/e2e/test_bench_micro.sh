@@ -3,7 +3,8 @@
 # benchmarks cannot rot: each run exits 0 and prints one valid JSON line per
 # metric with a finite value, exactly the metrics docs/benchmarks.md lists
 # for the group (its tables are the list; LTTng-UST is optional at build
-# time, so lttng_* metrics may be a note or absent). The server group starts
+# time, so lttng_* metrics may be a note or absent), each with the median,
+# min, max and count of its trials. The server group starts
 # its own server; the sm group's resp metrics start a redis-server child.
 # Usage: test_bench_micro.sh path/to/lmcache path/to/tools-dir
 set -u
@@ -38,6 +39,17 @@ for group in sm trace replay server; do
     "$TOOLS/check_bench_json" "$group" $metrics -- lttng_ < "$T/$group.jsonl"
     expect "group $group prints one valid line per documented metric, each finite" $?
 done
+
+# The checker itself: a line without the spread, or with the median outside it, fails.
+line='{"bench": "g", "metric": "m", "value": 2, "unit": "ns"'
+echo "$line, \"min\": 1, \"max\": 3, \"trials\": 5}" | "$TOOLS/check_bench_json" g m 2>/dev/null
+expect "a metric line with median, min, max and trials passes" $?
+echo "$line}" | "$TOOLS/check_bench_json" g m 2>/dev/null
+[ $? = 1 ]; expect "a metric line without min, max and trials fails" $?
+echo "$line, \"min\": 2.5, \"max\": 3, \"trials\": 5}" | "$TOOLS/check_bench_json" g m 2>/dev/null
+[ $? = 1 ]; expect "a median below min fails" $?
+echo "$line, \"min\": 1, \"max\": 3, \"trials\": 0}" | "$TOOLS/check_bench_json" g m 2>/dev/null
+[ $? = 1 ]; expect "zero trials fails" $?
 
 err=$("$LMCACHE" bench micro --quick --json nosuchgroup 2>&1 >/dev/null); rc=$?
 [ "$rc" = 2 ] && echo "$err" | grep -q "unknown group 'nosuchgroup'"

@@ -5,34 +5,20 @@
 # `trace info` reads. Needs root (mount); without it the test says so and fails.
 # Usage: test_disk_full.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh" "$@"
 MNT="$T/small"
-SERVER=""
-cleanup() {
-    [ -n "$SERVER" ] && kill -9 "$SERVER" 2>/dev/null
-    umount "$MNT" 2>/dev/null
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
 
 mkdir -p "$MNT"
 if ! mount -t tmpfs -o size=192k tmpfs "$MNT" 2>"$T/mount.err"; then
-    echo "FAIL: cannot mount a small tmpfs (needs root): $(cat "$T/mount.err")"
-    echo "0 passed, 1 failed"
+    expect "cannot mount a small tmpfs (needs root): $(cat "$T/mount.err")" 1
+    e2e_report test_disk_full
     exit 1
 fi
-PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-    echo $((20000 + RANDOM % 20000)))
-LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$PORT" --l1-size-gb 0.05 --eviction-policy LRU \
-    --trace-level storage --trace-output "$MNT/full.lct" 2> "$T/server.log" &
-SERVER=$!
-for _ in $(seq 1 100); do
-    grep -q "listening on" "$T/server.log" 2>/dev/null && break
-    sleep 0.1
-done
+# Unmounted at exit once the server is gone, before $T goes.
+at_exit umount "$MNT"
+PORT=$(free_port)
+LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/server.log" --l1-size-gb 0.05 --eviction-policy LRU \
+    --trace-level storage --trace-output "$MNT/full.lct"
 
 "$LMCACHE" bench server --port "$PORT" --users 16 --rounds 6 --system-len 4096 --json \
     > "$T/bench.json" 2>/dev/null
@@ -43,7 +29,6 @@ expect "no corrupt chunk and no error" $?
 kill -TERM "$SERVER"
 wait "$SERVER"
 expect "SIGTERM still shuts down cleanly" $?
-SERVER=""
 grep -Eq "trace file .*full.lct: [0-9]+ record\(s\), [1-9][0-9]* dropped" "$T/server.log"
 expect "the log counts the dropped records" $?
 grep -q "write failed" "$T/server.log"; expect "the write failure is logged" $?
@@ -54,5 +39,4 @@ grep -q "level:                      storage" "$T/info.txt"; expect "the file ha
 n=$(sed -n 's/^  total_records: *\([0-9]*\)$/\1/p' "$T/info.txt")
 [ "${n:-0}" -gt 0 ]; expect "the file holds the records that fit (${n:-0})" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_disk_full

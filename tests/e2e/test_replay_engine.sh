@@ -9,49 +9,19 @@
 # L1 is small enough that eviction (every second) shapes the hit rates.
 # Usage: test_replay_engine.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-HERE=$(cd "$(dirname "$0")" && pwd)
-MOONCAKE="$HERE/../../../shared/traces/mooncake/mooncake_synthetic_trace.jsonl"
-T=$(mktemp -d)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$T"
-}
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
-
-free_port() {
-    python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null ||
-        echo $((20000 + RANDOM % 20000))
-}
-# A value from a JSON file: json_get FILE 'r["a"]["b"]'
-json_get() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
+. "$(dirname "$0")/lib.sh" "$@"
 # |a - b| <= tol
 close() { python3 -c "import sys; sys.exit(abs($1 - $2) > $3)"; }
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
-REQUESTS=1500 SCALE=0.01
+REQUESTS=1500
 REC_GB=0.05 LIVE_GB=0.1
 
-# live NAME GB [server flags...]: a server at GB, the bench against it, stopped.
+# live NAME GB [server flags...]: the workload through a server at GB (mooncake_run).
 live() {
-    local name=$1 gb=$2 port
+    local name=$1 gb=$2
     shift 2
-    port=$(free_port)
-    "$LMCACHE" server --port "$port" --max-workers 2 --l1-size-gb "$gb" --eviction-policy LRU "$@" \
-        2> "$T/$name.server.log" &
-    local server=$!
-    PIDS+=("$server")
-    for _ in $(seq 1 100); do grep -q "listening on" "$T/$name.server.log" 2>/dev/null && break; sleep 0.1; done
-    "$LMCACHE" bench server --port "$port" --trace "$MOONCAKE" --max-requests $REQUESTS \
-        --time-scale $SCALE --concurrency 2 --bytes-per-token 16 --json > "$T/$name.bench.json" \
-        2> "$T/$name.bench.err"
-    expect "bench server against the $gb GiB server exits 0" $?
-    kill -TERM "$server"
-    wait "$server"
-    expect "the $gb GiB server stops cleanly" $?
+    mooncake_run "$name" $REQUESTS --l1-size-gb "$gb" --eviction-policy LRU "$@"
 }
 
 # --- the recording, and a live run at the second size ---------------------------
@@ -115,5 +85,4 @@ expect "an unknown --mode is a usage error naming the choices" $?
 "$LMCACHE" trace replay --help | grep -q -- "--mode M *calls|engine"
 expect "--help lists --mode" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_replay_engine

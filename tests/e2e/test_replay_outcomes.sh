@@ -15,19 +15,10 @@ SM="--l1-size-gb 0.1 --eviction-policy LRU"
 FS="{\"type\": \"fs\", \"base_path\": \"$T/l2\"}"
 
 # --- record ----------------------------------------------------------------------
-PORT=$(free_port)
 mkdir -p "$T/l2"
-LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$PORT" --max-workers 2 $SM --l2-adapter "$FS" \
-    --trace-level storage --trace-output "$T/rec.lct" --counters-output "$T/counters.json" 2> "$T/server.log" &
-SERVER=$!
-PIDS+=("$SERVER")
-for _ in $(seq 1 100); do grep -q "listening on" "$T/server.log" 2>/dev/null && break; sleep 0.1; done
-"$LMCACHE" bench server --port "$PORT" --trace "$MOONCAKE" --max-requests 150 --time-scale 0.01 \
-    --concurrency 2 --bytes-per-token 16 --json > "$T/bench.json" 2> "$T/bench.err"
-expect "bench server exits 0" $?
-kill -TERM "$SERVER"
-wait "$SERVER"
-expect "the recording server stops cleanly" $?
+LMCACHE_LOG_LEVEL=INFO record_mooncake "$T/rec.lct" 150 $SM --l2-adapter "$FS" \
+    --counters-output "$T/counters.json"
+BENCH="$T/record.bench.json"
 
 # --- replay with the recorded configuration --------------------------------------
 "$LMCACHE" trace replay "$T/rec.lct" $SM --l2-adapter "$FS" --clear-l2 --output-dir "$T/r" --json \
@@ -50,13 +41,13 @@ done
 # Keys: what the bench looked up, stored and read.
 chunk_bytes=$((256 * 16))
 looked=$(json_get "$R" "r['outcomes']['figures']['looked_up_keys']")
-want=$(json_get "$T/bench.json" "r['chunks_looked_up']")
+want=$(json_get "$BENCH" "r['chunks_looked_up']")
 [ "$looked" = "$want" ]; expect "keys looked up ($looked) equal the bench's chunks looked up ($want)" $?
 # The bench counts every chunk it sent to store; two requests that missed the same
 # chunk both send it, and the second reservation is refused (already present or
 # being written), so keys requested = chunks sent, and only the reserved ones reach L2.
 requested=$(json_get "$R" "r['outcomes']['ops']['reserve_write']['keys']")
-want=$(( $(json_get "$T/bench.json" "r['bytes_stored']") / chunk_bytes ))
+want=$(( $(json_get "$BENCH" "r['bytes_stored']") / chunk_bytes ))
 [ "$requested" = "$want" ]; expect "keys the reservations asked for ($requested) equal the chunks the bench stored ($want)" $?
 reserved=$(json_get "$R" "r['outcomes']['figures']['reserved_keys']")
 dup=$(json_get "$R" "r['outcomes']['ops']['reserve_write']['already_present'] + r['outcomes']['ops']['reserve_write']['write_locked']")
@@ -67,13 +58,13 @@ stored=$(json_get "$R" "r['outcomes']['l2']['stored_bytes']")
 [ "$stored" = $((reserved * chunk_bytes)) ]
 expect "bytes stored to L2 ($stored) are the reserved chunks' ($reserved x $chunk_bytes)" $?
 found=$(json_get "$R" "r['outcomes']['figures']['read_keys_found']")
-want=$(json_get "$T/bench.json" "r['hit_chunks']")
+want=$(json_get "$BENCH" "r['hit_chunks']")
 [ "$found" = "$want" ]; expect "keys the reads found ($found) equal the bench's hit chunks ($want)" $?
 hit=$(json_get "$R" "r['outcomes']['figures']['reads_still_hit']")
 want=$(json_get "$T/counters.json" "r['read_prefetched_results.__enter__']")
 [ "$hit" = "$want" ]; expect "every recorded read still hits ($hit of $want)" $?
 rate=$(json_get "$R" "r['outcomes']['figures']['chunk_hit_rate']")
-want=$(json_get "$T/bench.json" "r['hit_rate']")
+want=$(json_get "$BENCH" "r['hit_rate']")
 python3 -c "import sys; sys.exit(abs($rate - $want) > 1e-9)"
 expect "the chunk hit rate ($rate) equals the bench's hit rate ($want)" $?
 grep -q "^Recorded hits still hit:  *100.0%$" "$T/replay.out"; expect "the table shows full agreement" $?

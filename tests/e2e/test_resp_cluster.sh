@@ -6,17 +6,14 @@
 # the replay up.
 # Usage: test_resp_cluster.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
-T=$(mktemp -d)
+. "$(dirname "$0")/lib.sh" "$@"
+# The cluster tool stops its redis servers on SIGTERM, so it is not in PIDS (kill -9).
 CPID=
-cleanup() {
+stop_cluster() {
     if [ -n "$CPID" ]; then kill "$CPID" 2>/dev/null; wait "$CPID" 2>/dev/null; fi
-    rm -rf "$T"
+    CPID=
 }
-trap cleanup EXIT
-pass=0 fail=0
-expect() { if [ "$2" = 0 ]; then pass=$((pass + 1)); else echo "FAIL: $1"; fail=$((fail + 1)); fi; }
+at_exit stop_cluster
 
 "$TOOLS/make_trace" store "$T/store.lct" || { echo "cannot make the fixture"; exit 1; }
 SM="--l1-size-gb 0.01 --eviction-policy LRU"
@@ -62,7 +59,7 @@ err=$("$LMCACHE" trace replay "$T/store.lct" $SM \
 expect "a bad seed exits 2 naming the field" $?
 
 # Nothing listens on the first port once the cluster is gone: the replay is not held up.
-kill "$CPID"; wait "$CPID" 2>/dev/null; CPID=
+stop_cluster
 start=$(date +%s)
 "$LMCACHE" trace replay "$T/store.lct" $SM --l2-adapter "$L2" -q --no-csv \
     --output-dir "$T/r3" > /dev/null 2> "$T/r3.err"; rc=$?
@@ -70,5 +67,4 @@ secs=$(($(date +%s) - start))
 [ "$rc" = 0 ] && [ "$secs" -lt 10 ]
 expect "replay against a cluster that is down exits 0 without waiting (rc $rc, ${secs} s)" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_resp_cluster

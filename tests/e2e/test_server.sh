@@ -6,19 +6,12 @@
 set -u
 . "$(dirname "$0")/lib.sh" "$@"
 
-start_server() { # port log trace extra-args...
+# start_traced PORT LOG TRACE [server flags...]: start_server, tracing to TRACE.
+start_traced() {
     local port=$1 log=$2 trace=$3
     shift 3
-    LMCACHE_LOG_LEVEL=INFO "$LMCACHE" server --port "$port" --max-workers 2 --l1-size-gb 0.03 --eviction-policy LRU \
-        --trace-level storage --trace-output "$trace" "$@" 2> "$log" &
-    SERVER=$!
-    PIDS+=("$SERVER")
-    for _ in $(seq 1 100); do
-        grep -q "listening on" "$log" 2>/dev/null && return 0
-        kill -0 "$SERVER" 2>/dev/null || return 1
-        sleep 0.1
-    done
-    return 1
+    LMCACHE_LOG_LEVEL=INFO start_server "$port" "$log" --max-workers 2 --l1-size-gb 0.03 \
+        --eviction-policy LRU --trace-level storage --trace-output "$trace" "$@"
 }
 
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }
@@ -27,7 +20,7 @@ P=lmcache.v1.distributed.storage_manager.StorageManager
 # --- 1. record a workload, stop with SIGTERM ---------------------------------
 PORT=$(free_port)
 mkdir -p "$T/l2"
-start_server "$PORT" "$T/server.log" "$T/rec.lct" \
+start_traced "$PORT" "$T/server.log" "$T/rec.lct" \
     --l2-adapter "{\"type\": \"fs\", \"base_path\": \"$T/l2\"}" --counters-output "$T/counters.json"
 expect "the server starts" $?
 
@@ -71,7 +64,7 @@ grep -q "Records failed:  *0$" "$T/replay.out"; expect "the replay has 0 failed 
 
 # --- 2. kill -9 of a recording server leaves a readable trace ------------------
 PORT=$(free_port)
-start_server "$PORT" "$T/server9.log" "$T/kill9.lct"
+start_traced "$PORT" "$T/server9.log" "$T/kill9.lct"
 expect "a second server starts" $?
 "$LMCACHE" bench server --port "$PORT" --users 4 --rounds 3 > /dev/null 2>&1
 kill -9 "$SERVER"

@@ -2,18 +2,8 @@
 # `lmcache trace info|replay|record` end to end on small fixture traces.
 # Usage: test_trace_cli.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-expect() { # description condition-rc
-    if [ "$2" = 0 ]; then ok; else bad "$1"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
 
-HERE=$(cd "$(dirname "$0")" && pwd)
 CLI_DOC="$HERE/../../docs/cli.md"
 for k in store cycle schema1 unknown long config badmagic empty; do
     "$TOOLS/make_trace" "$k" "$T/$k.lct" || { echo "cannot make fixture $k"; exit 1; }
@@ -233,5 +223,4 @@ out=$("$LMCACHE" trace record 2>&1); rc=$?
 [ $rc = 2 ] && echo "$out" | grep -q "lmcache server" && echo "$out" | grep -q -- "--trace-level storage"
 expect "record exits 2 and points at the server" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_trace_cli

@@ -7,17 +7,8 @@
 # flags; the config digest LMCache writes.
 # Usage: test_trace_strict.sh path/to/lmcache path/to/tools-dir
 set -u
-LMCACHE=$(realpath "${1:?usage: $0 lmcache tools-dir}")
-TOOLS=$(realpath "${2:?usage: $0 lmcache tools-dir}")
-STRICT="$(dirname "$(realpath "$0")")/../tools/lct_strict.py"
-T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-expect() { # description condition-rc
-    if [ "$2" = 0 ]; then ok; else bad "$1"; fi
-}
+. "$(dirname "$0")/lib.sh" "$@"
+STRICT="$HERE/../tools/lct_strict.py"
 if ! command -v python3 >/dev/null; then
     echo "SKIP: python3 is needed for the independent reader"
     exit 0
@@ -91,5 +82,4 @@ out=$("$LMCACHE" trace replay "$T/digest.lct" $SM --shm-name "" --no-csv --outpu
 echo "$out" | grep -q "Config digest: *match (661c3ec0)"
 expect "the flags LMCache recorded with give LMCache's digest" $?
 
-echo "$pass passed, $fail failed"
-[ "$fail" = 0 ]
+e2e_report test_trace_strict

@@ -5,8 +5,10 @@
  * usage: check_bench_json GROUP METRIC... [-- OPTIONAL_PREFIX...]
  *
  * Every line must be one JSON object, either
- *   {"bench": GROUP, "metric": NAME, "value": FINITE_NUMBER, "unit": UNIT}
- * or {"bench": GROUP, "metric": NAME, "note": TEXT} (a metric that could
+ *   {"bench": GROUP, "metric": NAME, "value": MEDIAN, "unit": UNIT,
+ *    "min": MIN, "max": MAX, "trials": N}
+ * (finite numbers, min <= value <= max, N a whole number >= 1: the median
+ * of N trials and their spread) or {"bench": GROUP, "metric": NAME, "note": TEXT} (a metric that could
  * not be measured). Each METRIC must appear exactly once with a value; a
  * metric whose name starts with an OPTIONAL_PREFIX may instead be absent or
  * a note (e.g. "lttng_": LTTng-UST is optional at build time). Any other
@@ -37,6 +39,12 @@ static const char *str_member(const lmc_json *o, const char *key)
 {
     const lmc_json *v = lmc_json_object_get(o, key);
     return v != NULL ? lmc_json_get_string(v, NULL) : NULL;
+}
+
+static bool finite_number(const lmc_json *v)
+{
+    return (lmc_json_type_of(v) == LMC_JSON_INT || lmc_json_type_of(v) == LMC_JSON_FLOAT) &&
+           isfinite(lmc_json_get_number(v));
 }
 
 static bool has_prefix(const char *name, char **prefixes, int n)
@@ -83,16 +91,22 @@ int main(int argc, char **argv)
         const char *bench = str_member(o, "bench"), *metric = str_member(o, "metric");
         const lmc_json *value = lmc_json_object_get(o, "value");
         const char *unit = str_member(o, "unit"), *note = str_member(o, "note");
+        const lmc_json *lo = lmc_json_object_get(o, "min"), *hi = lmc_json_object_get(o, "max");
+        const lmc_json *trials = lmc_json_object_get(o, "trials");
         bool is_value = value != NULL && unit != NULL && unit[0] != '\0' && note == NULL &&
-                        lmc_json_size(o) == 4;
+                        lo != NULL && hi != NULL && trials != NULL && lmc_json_size(o) == 7;
         bool is_note = note != NULL && value == NULL && unit == NULL && lmc_json_size(o) == 3;
         if (bench == NULL || strcmp(bench, group) != 0 || metric == NULL || metric[0] == '\0' ||
             !(is_value || is_note)) {
             fail("not a metric line of group %s: %s", group, line);
-        } else if (is_value && !((lmc_json_type_of(value) == LMC_JSON_INT ||
-                                  lmc_json_type_of(value) == LMC_JSON_FLOAT) &&
-                                 isfinite(lmc_json_get_number(value)))) {
-            fail("%s: the value is not a finite number: %s", metric, line);
+        } else if (is_value && !(finite_number(value) && finite_number(lo) && finite_number(hi))) {
+            fail("%s: value, min or max is not a finite number: %s", metric, line);
+        } else if (is_value && !(lmc_json_get_number(lo) <= lmc_json_get_number(value) &&
+                                 lmc_json_get_number(value) <= lmc_json_get_number(hi))) {
+            fail("%s: the value is not within [min, max]: %s", metric, line);
+        } else if (is_value && !(lmc_json_type_of(trials) == LMC_JSON_INT &&
+                                 lmc_json_get_number(trials) >= 1)) {
+            fail("%s: trials is not a whole number >= 1: %s", metric, line);
         } else {
             int k = 0;
             while (k < n_want && strcmp(want[k], metric) != 0)

@@ -24,8 +24,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
@@ -597,6 +597,43 @@ static void test_reserve_write_commit_round_trip(void **state)
         assert_int_equal(rec->recs[round].len, sizeof(whole));
         assert_memory_equal(rec->recs[round].bytes, whole, sizeof(whole));
     }
+    lmc_event_bus_destroy(bus);
+    recorder_free(rec);
+}
+
+static void test_span_is_the_payload_unless_it_wraps(void **state)
+{
+    (void)state;
+    recorder *rec = recorder_new();
+    tap t = {rec, 1};
+    lmc_event_bus *bus = bus_new_cfg(true, 64, 4096, true);
+    assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_B, record_cb, &t), LMC_OK);
+    assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
+
+    unsigned char whole[3001];
+    fill_pattern(whole, sizeof(whole), 7);
+    /* 48 slots each in a ring of 64 (no rewind): the first fits, the next two wrap. */
+    int wrapped = 0;
+    for (int round = 0; round < 3; round++) {
+        lmc_event_reservation r;
+        assert_true(lmc_event_bus_reserve(bus, TYPE_B, sizeof(whole), &r));
+        unsigned char *p = lmc_event_bus_span(&r);
+        if (p != NULL) {
+            assert_int_equal((uintptr_t)p % 16, 0);
+            memcpy(p, whole, sizeof(whole));
+            r.written = sizeof(whole);
+        } else {
+            wrapped++;
+            lmc_event_bus_write(&r, whole, sizeof(whole));
+        }
+        lmc_event_bus_commit(&r);
+        assert_int_equal(wait_delivered(bus, (uint64_t)round + 1), (uint64_t)round + 1);
+        assert_memory_equal(rec->recs[round].bytes, whole, sizeof(whole));
+    }
+    assert_int_equal(wrapped, 2);
+    lmc_event_reservation failed;
+    assert_false(lmc_event_bus_reserve(bus, TYPE_B, 5000, &failed)); /* larger than the ring */
+    assert_null(lmc_event_bus_span(&failed));
     lmc_event_bus_destroy(bus);
     recorder_free(rec);
 }
@@ -1207,6 +1244,7 @@ int main(void)
         cmocka_unit_test(test_payload_that_wraps_around_the_ring_end_is_preserved),
         cmocka_unit_test(test_event_filling_the_whole_ring_is_delivered),
         cmocka_unit_test(test_reserve_write_commit_round_trip),
+        cmocka_unit_test(test_span_is_the_payload_unless_it_wraps),
         cmocka_unit_test(test_commit_delivers_unwritten_bytes_as_zeros),
         cmocka_unit_test(test_write_beyond_the_reservation_is_ignored),
         cmocka_unit_test(test_commit_order_does_not_change_publication_order),

@@ -1,7 +1,7 @@
 /*
- * test_text.c -- core/text.h: Python's strict UTF-8 rules, the terminal
- * escaping every printed trace string goes through, durations at a sane
- * width.
+ * test_text.c -- Python's strict UTF-8 rules (core/utf8.h), the terminal
+ * escaping every printed trace string goes through (core/escape.h) with
+ * its default flags, durations at a sane width (core/text.h).
  */
 // clang-format off
 #include <stdarg.h>
@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/escape.h"
 #include "core/text.h"
+#include "core/utf8.h"
 
 static void test_utf8_accepts_what_python_decodes(void **state)
 {
@@ -52,10 +54,10 @@ static void test_utf8_refuses_overlongs_surrogates_and_cut_sequences(void **stat
 
 static void expect_escape(const char *in, size_t n, const char *want)
 {
-    char *got = lmc_text_escape_dup(in, n);
+    char *got = lmc_escape_dup(in, n, 0);
     assert_non_null(got);
     assert_string_equal(got, want);
-    assert_int_equal(lmc_text_escape(in, n, NULL, 0), strlen(want));
+    assert_int_equal(lmc_escape(in, n, 0, NULL, 0), strlen(want));
     free(got);
 }
 
@@ -75,8 +77,9 @@ static void test_escape_neutralises_controls_and_forged_lines(void **state)
     expect_escape("a\0b", 3, "a\\x00b");
     expect_escape("\x7f\r\t", 3, "\\x7f\\r\\t");
     expect_escape("a\\x00b", 6, "a\\\\x00b");
-    /* C1 CSI, a right-to-left override, a line separator, bytes that are not UTF-8 */
-    expect_escape("\xc2\x9b", 2, "\\u009b");
+    /* C1 CSI (as Python's repr writes it), a right-to-left override, a line separator,
+     * bytes that are not UTF-8 */
+    expect_escape("\xc2\x9b", 2, "\\x9b");
     expect_escape("\xe2\x80\xae", 3, "\\u202e");
     expect_escape("\xe2\x80\xa8", 3, "\\u2028");
     expect_escape("\xff\xc3", 2, "\\xff\\xc3");
@@ -86,7 +89,7 @@ static void test_escape_truncates_like_snprintf(void **state)
 {
     (void)state;
     char buf[5];
-    assert_int_equal(lmc_text_escape("\x01\x02", 2, buf, sizeof(buf)), 8);
+    assert_int_equal(lmc_escape("\x01\x02", 2, 0, buf, sizeof(buf)), 8);
     assert_string_equal(buf, "\\x01");
 }
 

@@ -259,6 +259,58 @@ static void test_storage_manager_calls_are_recorded_with_their_arguments(void **
     lmc_trace_reader_close(rd);
 }
 
+/* A small ring without rewinding, so that captures wrap around its end and
+ * take the piecewise path as well as the direct one: both record the same. */
+static void test_captures_across_the_ring_end_record_their_arguments(void **state)
+{
+    fixture *f = *state;
+    lmc_event_bus_destroy(f->bus);
+    lmc_event_bus_config cfg = {
+        .enabled = true, .max_queue_size = 64, .ring_bytes = 4096, .no_rewind = true};
+    assert_int_equal(lmc_event_bus_create(&cfg, &f->bus, NULL), LMC_OK);
+    lmc_trace_recorder *r = record_to(f);
+    enum { CALLS = 12 };
+    lmc_object_key k[5];
+    sm_test_keys(k, 5, 300);
+    lmc_layout_desc lay = sm_test_layout(4096);
+    for (int i = 0; i < CALLS; i++) {
+        /* 1..5 keys: events of several sizes, so they meet the ring end at several offsets. */
+        size_t n = (size_t)(i % 5) + 1;
+        lmc_trace_capture(LMC_TRACE_OP_SUBMIT_PREFETCH,
+                          &(const lmc_trace_capture_args){.keys = k,
+                                                          .n_keys = n,
+                                                          .layout = &lay,
+                                                          .extra_count = (uint32_t)i,
+                                                          .external_request_id = "req-wrap",
+                                                          .policy = LMC_TRIM_SPARSE});
+        /* One event in the ring at a time: drained before the next comes. */
+        uint64_t deadline = lmc_mono_ns() + 5000000000ull;
+        while (lmc_event_bus_delivered(f->bus) < (uint64_t)i + 1 && lmc_mono_ns() < deadline)
+            lmc_sleep_ns(100000);
+    }
+    assert_int_equal(lmc_event_bus_dropped(f->bus), 0);
+    finish(f, r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    lmc_trace_record rec;
+    for (int i = 0; i < CALLS; i++) {
+        assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+        assert_string_equal(rec.qualname, P "submit_prefetch_task");
+        const lmc_tv *keys = arg(&rec, "keys");
+        size_t n = (size_t)(i % 5) + 1;
+        assert_int_equal(keys->u.list.n, n);
+        for (size_t j = 0; j < n; j++)
+            assert_true(lmc_object_key_equal(keys->u.list.items[j].u.key, &k[j]));
+        assert_true(lmc_layout_desc_equal(arg(&rec, "layout_desc")->u.layout, &lay));
+        assert_int_equal(arg(&rec, "extra_count")->u.i, i);
+        assert_int_equal(arg(&rec, "external_request_id")->u.s.len, 8);
+        assert_memory_equal(arg(&rec, "external_request_id")->u.s.ptr, "req-wrap", 8);
+        assert_int_equal(arg(&rec, "policy")->u.trim, LMC_TRIM_SPARSE);
+    }
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(rd);
+}
+
 static void test_a_failing_call_is_still_recorded_on_entry(void **state)
 {
     fixture *f = *state;
@@ -578,6 +630,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_storage_manager_calls_are_recorded_with_their_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_captures_across_the_ring_end_record_their_arguments,
+                                        setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failing_call_is_still_recorded_on_entry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_truncated_tail_reads_the_complete_records, setup,
