@@ -25,7 +25,6 @@
 #include "core/flags.h"
 #include "core/json.h"
 #include "core/names.h"
-#include "core/text.h"
 #include "replay/driver.h"
 #include "replay/output.h"
 #include "replay/sweep.h"

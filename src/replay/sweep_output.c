@@ -17,9 +17,9 @@
 #include <string.h>
 
 #include "analyze/output.h"
+#include "core/escape.h"
 #include "core/json_diff.h"
 #include "core/strbuf.h"
-#include "core/text.h"
 
 #define OP_PREFIX "lmcache.v1.distributed.storage_manager.StorageManager."
 #define CELL 96
@@ -339,9 +339,7 @@ char *lmc_sweep_format_csv(const lmc_sweep *s)
 /* Text from the command line or a trace, made safe for a terminal. */
 static void put_escaped(lmc_strbuf *b, const char *s)
 {
-    char *e = lmc_text_escape_dup(s, strlen(s));
-    lmc_strbuf_puts(b, e != NULL ? e : "?");
-    free(e);
+    lmc_escape_append(b, s, strlen(s), 0);
 }
 
 char *lmc_sweep_format_table(const lmc_sweep *s)
@@ -397,7 +395,7 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
         char **row = r == 0 ? t.columns : &t.cells[(r - 1) * t.n_cols];
         lmc_strbuf_puts(&b, " ");
         for (size_t c = 0; c < t.n_cols; c++) {
-            char *e = lmc_text_escape_dup(row[c], strlen(row[c]));
+            char *e = lmc_escape_dup(row[c], strlen(row[c]), 0);
             const char *v = e != NULL ? e : "?";
             int pad = (int)w[c] - (int)strlen(v);
             lmc_strbuf_printf(&b, " %*s%s%*s", t.numeric[c] ? (pad > 0 ? pad : 0) : 0, "", v,
@@ -427,9 +425,9 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
                 const char *p = j->stderr_tail;
                 while (*p) {
                     size_t n = strcspn(p, "\n");
-                    char *e = lmc_text_escape_dup(p, n);
-                    lmc_strbuf_printf(&b, "      | %s\n", e != NULL ? e : "?");
-                    free(e);
+                    lmc_strbuf_puts(&b, "      | ");
+                    lmc_escape_append(&b, p, n, 0);
+                    lmc_strbuf_puts(&b, "\n");
                     p += n + (p[n] == '\n');
                 }
             }
