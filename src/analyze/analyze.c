@@ -34,13 +34,11 @@
 #include <xxhash.h>
 
 #include "analyze/worker.h"
+#include "core/tbuckets.h"
 #include "trace/marker.h"
 #include "trace/ops.h"
 #include "trace/recorder.h"
 
-#define MAX_BUCKETS 512
-#define SHORT_TRACE_BUCKETS 32
-#define FINEST_BUCKET_S (1.0 / 64)
 #define SAMPLE_BITS 24
 #define WINDOW 16 /* accesses whose cache misses the worker overlaps */
 
@@ -92,12 +90,11 @@ struct lmc_analyze {
     const char *q_lookup, *q_read;
     size_t q_lookup_len, q_read_len;
     lmc_analyze_result tot; /* the scalar totals (no arrays) */
-    lmc_analyze_bucket *buckets;
-    size_t n_buckets; /* in use */
-    double bucket_s;
+    lmc_tbuckets buckets;   /* of lmc_analyze_bucket */
 };
 
 static bool apply(void *ctx, const lmc_analyze_access *v, size_t n);
+static void merge_bucket(void *into, const void *from);
 
 double lmc_analyze_auto_rate(uint64_t file_bytes)
 {
@@ -124,7 +121,7 @@ lmc_status lmc_analyze_create(const lmc_analyze_options *o, lmc_analyze **out, l
         a->threshold = 1;
     a->sampled = a->threshold < (1u << SAMPLE_BITS);
     a->rate = a->sampled ? (double)a->threshold / (double)(1u << SAMPLE_BITS) : 1.0;
-    a->bucket_s = FINEST_BUCKET_S;
+    lmc_tbuckets_init(&a->buckets, sizeof(lmc_analyze_bucket), merge_bucket);
     a->t.min_size = UINT64_MAX;
     a->q_lookup = lmc_trace_op_qualname(LMC_TRACE_OP_SUBMIT_PREFETCH);
     a->q_read = lmc_trace_op_qualname(LMC_TRACE_OP_READ_ENTER);
@@ -155,7 +152,7 @@ void lmc_analyze_destroy(lmc_analyze *a)
     lmc_mrc_destroy(a->t.mrc);
     free(a->groups);
     free(a->index);
-    free(a->buckets);
+    lmc_tbuckets_free(&a->buckets);
     free(a);
 }
 
@@ -362,56 +359,14 @@ static group *group_of(lmc_analyze *a, const lmc_object_key *k)
 /* Rate buckets                                                            */
 /* ---------------------------------------------------------------------- */
 
-/* Merge buckets factor at a time (a power of two) into out, which may be in. */
-static size_t merge_buckets(const lmc_analyze_bucket *in, size_t n, size_t factor,
-                            lmc_analyze_bucket *out)
+/* One bucket folded into another (core/tbuckets.h): the counts add up. */
+static void merge_bucket(void *into, const void *from)
 {
-    size_t m = (n + factor - 1) / factor;
-    for (size_t i = 0; i < m; i++) {
-        lmc_analyze_bucket b = {0, 0, 0};
-        for (size_t j = i * factor; j < n && j < (i + 1) * factor; j++) {
-            b.requests += in[j].requests;
-            b.keys += in[j].keys;
-            b.keys_read += in[j].keys_read;
-        }
-        out[i] = b;
-    }
-    return m;
-}
-
-/* The bucket of time t, widening the buckets when t lies past the last one possible. */
-static lmc_analyze_bucket *bucket_at(lmc_analyze *a, double t)
-{
-    double idx = isfinite(t) && t > 0 ? floor(t / a->bucket_s) : 0;
-    while (idx >= MAX_BUCKETS) {
-        a->n_buckets = merge_buckets(a->buckets, a->n_buckets, 2, a->buckets);
-        a->bucket_s *= 2;
-        idx = floor(t / a->bucket_s);
-    }
-    size_t i = (size_t)idx;
-    if (a->buckets == NULL) {
-        a->buckets = calloc(MAX_BUCKETS, sizeof(*a->buckets));
-        if (a->buckets == NULL)
-            return NULL;
-    }
-    if (i >= a->n_buckets) {
-        memset(a->buckets + a->n_buckets, 0, (i + 1 - a->n_buckets) * sizeof(*a->buckets));
-        a->n_buckets = i + 1;
-    }
-    return &a->buckets[i];
-}
-
-/* The width the result reports (analyze.h): from the pass's own width and the span. */
-static double reported_width(double width, double span)
-{
-    if (width >= 1.0)
-        return width;
-    if (span >= SHORT_TRACE_BUCKETS)
-        return 1.0;
-    double w = width;
-    while (w * 2 <= 1.0 && span / (w * 2) >= SHORT_TRACE_BUCKETS)
-        w *= 2;
-    return w;
+    lmc_analyze_bucket *o = into;
+    const lmc_analyze_bucket *b = from;
+    o->requests += b->requests;
+    o->keys += b->keys;
+    o->keys_read += b->keys_read;
 }
 
 /* ---------------------------------------------------------------------- */
@@ -533,7 +488,7 @@ lmc_status lmc_analyze_record(lmc_analyze *a, lmc_trace_reader *rd, lmc_trace_re
         return LMC_OK;
     }
     lmc_analyze_bucket *b = NULL;
-    if (a->full && (b = bucket_at(a, rec->t_mono)) == NULL)
+    if (a->full && (b = lmc_tbuckets_at(&a->buckets, rec->t_mono)) == NULL)
         return nomem(err);
     return lookup_rec ? lookup(a, rec, b, err) : read_enter(a, rec, b, err);
 }
@@ -586,14 +541,11 @@ lmc_status lmc_analyze_result_get(lmc_analyze *a, lmc_analyze_result *out, lmc_e
         qsort(out->groups, out->n_groups, sizeof(*out->groups), cmp_group);
     }
     if (a->full) {
-        out->bucket_s = reported_width(a->bucket_s, a->tot.span_s);
-        if (a->n_buckets > 0) {
-            out->buckets = malloc(a->n_buckets * sizeof(*out->buckets));
-            if (out->buckets == NULL)
-                goto nomem;
-            size_t factor = (size_t)llround(out->bucket_s / a->bucket_s);
-            out->n_buckets = merge_buckets(a->buckets, a->n_buckets, factor, out->buckets);
-        }
+        void *buckets;
+        if (lmc_tbuckets_result(&a->buckets, a->tot.span_s, &out->bucket_s, &buckets,
+                                &out->n_buckets) != LMC_OK)
+            goto nomem;
+        out->buckets = buckets;
         if (lmc_mrc_result_get(a->t.mrc, &out->mrc) != LMC_OK)
             goto nomem;
     }

@@ -37,11 +37,11 @@
  * means automatic: exact for files up to LMC_ANALYZE_EXACT_MAX_BYTES, else
  * R = that / file size, at least LMC_ANALYZE_MIN_RATE.
  *
- * Rate buckets: t_mono into buckets of 1 s; a trace shorter than 32 s gets
- * the largest power-of-two fraction of a second that still gives 32
- * buckets (at least 1/64 s), one longer than 512 s the smallest
- * power-of-two multiple of a second that gives at most 512. A non-finite
- * or negative t_mono counts in the first bucket.
+ * Rate buckets (core/tbuckets.h): t_mono into buckets of 1 s; a trace
+ * shorter than 32 s gets the largest power-of-two fraction of a second that
+ * still gives 32 buckets (at least 1/64 s), one longer than 512 s the
+ * smallest power-of-two multiple of a second that gives at most 512. A
+ * non-finite or negative t_mono counts in the first bucket.
  *
  * Use: lmc_analyze_file for a whole file; or create, feed every record a
  * reader returns with lmc_trace_reader_next_record (lmc_analyze_record

@@ -22,22 +22,10 @@
 static void kv_table(lmc_report *r, const char *title, const char *id, char (*cells)[CELL],
                      size_t n_rows)
 {
-    const char *cols[2] = {"figure", "value"};
-    const char **c = malloc(2 * n_rows * sizeof(*c) + 1);
-    if (c == NULL)
-        return;
-    for (size_t i = 0; i < 2 * n_rows; i++)
-        c[i] = cells[i];
-    bool numeric[2] = {false, true};
-    lmc_report_table_data t = {.title = title,
-                               .id = id,
-                               .columns = cols,
-                               .n_columns = 2,
-                               .cells = c,
-                               .n_rows = n_rows,
-                               .numeric = numeric};
-    lmc_report_table(r, &t);
-    free(c);
+    lmc_report_kv rows[16];
+    for (size_t i = 0; i < n_rows && i < sizeof(rows) / sizeof(rows[0]); i++)
+        rows[i] = (lmc_report_kv){cells[2 * i], cells[2 * i + 1]};
+    lmc_report_kv_table(r, title, id, rows, n_rows < 16 ? n_rows : 16);
 }
 
 static void workload(lmc_report *r, const lmc_analyze_result *res)

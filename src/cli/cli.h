@@ -58,9 +58,9 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
                               void *ctx, void (*usage)(FILE *), const char **path, int *rc);
 
 /*
- * The command line of `lmcache trace CMD ...` (argv from CMD on) as one
- * string a shell reads back, for reports and JSON; malloc'd, NULL when
- * memory runs out.
+ * `lmcache trace` and argv (argv[0] the subcommand) as one shell-quoted
+ * string, for reports and results that name their command; the caller
+ * frees it (NULL when memory runs out).
  */
 char *lmc_cli_command_line(int argc, char **argv);
 

@@ -72,29 +72,6 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
     return true;
 }
 
-char *lmc_cli_command_line(int argc, char **argv)
-{
-    lmc_strbuf b = LMC_STRBUF_INIT;
-    lmc_strbuf_puts(&b, "lmcache trace");
-    for (int i = 0; i < argc; i++) {
-        lmc_strbuf_puts(&b, " ");
-        bool plain = argv[i][0] != '\0' && strpbrk(argv[i], " \t\n'\"\\$`*?[]{}()<>|;&~#") == NULL;
-        if (plain) {
-            lmc_strbuf_puts(&b, argv[i]);
-            continue;
-        }
-        lmc_strbuf_puts(&b, "'");
-        for (const char *p = argv[i]; *p; p++) {
-            if (*p == '\'')
-                lmc_strbuf_puts(&b, "'\\''");
-            else
-                lmc_strbuf_append(&b, p, 1);
-        }
-        lmc_strbuf_puts(&b, "'");
-    }
-    return lmc_strbuf_finish(&b);
-}
-
 int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text)
 {
     lmc_error err;
@@ -135,4 +112,27 @@ int lmc_cli_dispatch(const char *parent, const char *summary, const lmc_cli_comm
             argv[1][0] == '-' ? "option" : "command", argv[1]);
     sub_usage(stderr, parent, summary, subs, nsubs);
     return 2;
+}
+
+char *lmc_cli_command_line(int argc, char **argv)
+{
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    lmc_strbuf_puts(&b, "lmcache trace");
+    for (int i = 0; i < argc; i++) {
+        lmc_strbuf_puts(&b, " ");
+        bool plain = argv[i][0] != '\0' && strpbrk(argv[i], " \t\n'\"\\$`*?[]{}()<>|;&~#") == NULL;
+        if (plain) {
+            lmc_strbuf_puts(&b, argv[i]);
+            continue;
+        }
+        lmc_strbuf_puts(&b, "'");
+        for (const char *p = argv[i]; *p; p++) {
+            if (*p == '\'')
+                lmc_strbuf_puts(&b, "'\\''");
+            else
+                lmc_strbuf_append(&b, p, 1);
+        }
+        lmc_strbuf_puts(&b, "'");
+    }
+    return lmc_strbuf_finish(&b);
 }

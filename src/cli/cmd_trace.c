@@ -43,6 +43,7 @@
 #include "replay/driver.h"
 #include "replay/output.h"
 #include "replay/repeat.h"
+#include "replay/series.h"
 #include "storage/config.h"
 #include "trace/marker.h"
 #include "trace/reader.h"
@@ -412,6 +413,7 @@ typedef struct replay_args {
     bool quiet;
     bool format_json;
     const char *output;
+    const char *html;
     double time_scale;
     uint64_t repeat;
     bool clear_l2;
@@ -454,6 +456,8 @@ static void replay_usage(FILE *out)
             "  --json              also write trace_replay_summary.json\n"
             "  --format F          terminal (default) or json, for the result on stdout\n"
             "  --output PATH       also save the result (in --format) to PATH\n"
+            "  --html PATH         write a self-contained HTML report (latency CDFs, lateness,\n"
+            "                      hit rates and L1 usage over time, the result table) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
             modes, paces, MAX_REPEAT);
@@ -558,6 +562,10 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
         if (!v || !*v)
             return lmc_cli_missing_value("replay", arg);
         a->output = v;
+    } else if ((v = lmc_flag_value("--html", argc, argv, i, &m)) || m) {
+        if (!v || !*v)
+            return lmc_cli_missing_value("replay", arg);
+        a->html = v;
     } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
         if (lmc_cli_parse_format("replay", v, &a->format_json) != 0)
             return 2;
@@ -662,10 +670,10 @@ static int make_dirs(const char *path)
 
 /*
  * The outputs the flags ask for, in the order their results are written:
- * at most --jsonl-out, the two CSVs, the summary JSON, stdout and --output.
- * Every one is opened (and its path checked) before the replay starts.
+ * at most --jsonl-out, the two CSVs, the summary JSON, stdout, --output and
+ * --html. Every one is opened (and its path checked) before the replay starts.
  */
-#define MAX_OUTPUTS 6
+#define MAX_OUTPUTS 7
 typedef struct outputs {
     lmc_replay_output *v[MAX_OUTPUTS];
     size_t n;
@@ -737,7 +745,8 @@ static int open_outputs(const replay_args *a, outputs *outs)
         (a->json &&
          add_output(outs, "summary-json", a->output_dir, NULL, NULL, outs->summary_json) != 0) ||
         (!a->quiet && add_output(outs, result, NULL, NULL, NULL, NULL) != 0) ||
-        (a->output && add_output(outs, result, NULL, a->output, "--output", NULL) != 0))
+        (a->output && add_output(outs, result, NULL, a->output, "--output", NULL) != 0) ||
+        (a->html && add_output(outs, "html", NULL, a->html, "--html", NULL) != 0))
         return -1;
     return 0;
 }
@@ -752,6 +761,7 @@ typedef struct progress {
     const replay_args *args;
     outputs *outputs;
     bool record_outputs; /* per-record outputs get this run (the last of a --repeat) */
+    lmc_replay_series *series; /* --html: the figures over time of that run; NULL otherwise */
     uint64_t total;
     double schedule_s; /* the trace's last record time, scaled: the realtime replay's length */
     uint64_t run, runs;
@@ -887,6 +897,15 @@ static void on_record(const lmc_replay_record_view *rec, void *ud)
     if (p->record_outputs)
         for (size_t i = 0; i < p->outputs->n; i++)
             lmc_replay_output_record(p->outputs->v[i], rec);
+    if (p->series != NULL && p->record_outputs)
+        (void)lmc_replay_series_record(p->series, rec); /* out of memory: a gap in the charts */
+}
+
+static void on_l1_usage(double t_mono, uint64_t used, uint64_t capacity, void *ud)
+{
+    progress *p = ud;
+    if (p->record_outputs)
+        (void)lmc_replay_series_l1_usage(p->series, t_mono, used, capacity);
 }
 
 static void print_banner(lmc_replay_pace pace, lmc_replay_mode mode)
@@ -1001,6 +1020,7 @@ static int cmd_trace_replay(int argc, char **argv)
 
     outputs outs = {0};
     progress p = {.args = &a, .outputs = &outs, .runs = a.repeat};
+    char *command = a.html != NULL ? lmc_cli_command_line(argc, argv) : NULL;
     pthread_mutex_init(&p.mu, NULL);
     lmc_replay_result res;
     memset(&res, 0, sizeof(res));
@@ -1031,7 +1051,9 @@ static int cmd_trace_replay(int argc, char **argv)
     p.total = sc.total;
     /* Virtual time runs as fast as the host allows: progress is then by records. */
     p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
-    if (a.repeat > 1 && (rep = lmc_replay_repeat_create()) == NULL) {
+    /* The report's figures over time are collected only when it is asked for. */
+    if ((a.repeat > 1 && (rep = lmc_replay_repeat_create()) == NULL) ||
+        (a.html != NULL && (p.series = lmc_replay_series_create()) == NULL)) {
         fprintf(stderr, "lmcache trace replay: out of memory\n");
         goto out;
     }
@@ -1052,7 +1074,8 @@ static int cmd_trace_replay(int argc, char **argv)
                               .ud = &p,
                               .pace = a.pace,
                               .mode = a.mode,
-                              .stop = &g_interrupted};
+                              .stop = &g_interrupted,
+                              .on_l1_usage = p.series != NULL ? on_l1_usage : NULL};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
         if (p.run > 1) {
             lmc_replay_result_free(&res);
@@ -1097,6 +1120,8 @@ static int cmd_trace_replay(int argc, char **argv)
         sum.outcomes_csv_path = outs.outcomes_csv[0] ? outs.outcomes_csv : NULL;
         sum.summary_json_path = outs.summary_json[0] ? outs.summary_json : NULL;
         sum.output_path = a.output;
+        sum.series = p.series;
+        sum.command = command;
         /* An interrupted --repeat reports the runs that finished, not the partial one. */
         sum.repeat =
             rep != NULL && lmc_replay_repeat_runs(rep) > 0 && !res.interrupted ? rep : NULL;
@@ -1135,6 +1160,8 @@ out:
     outputs_destroy(&outs);
     lmc_replay_result_free(&res);
     lmc_replay_repeat_destroy(rep);
+    lmc_replay_series_destroy(p.series);
+    free(command);
     pthread_mutex_destroy(&p.mu);
     lmc_sm_config_free(&cfg);
     return rc;

@@ -126,13 +126,15 @@ static void on_complete(void *ud, uint64_t index, const lmc_replay_outcome *o)
     lmc_outcome_queue_complete(rs->queue, index, o);
 }
 
-static void sample_l1(lmc_storage_manager *sm, lmc_replay_totals *t)
+/* L1 usage now, into the peak; returns the bytes used (the capacity goes to t). */
+static uint64_t sample_l1(lmc_storage_manager *sm, lmc_replay_totals *t)
 {
     uint64_t used, total;
     lmc_sm_l1_usage(sm, &used, &total);
     if (used > t->l1_peak_used_bytes)
         t->l1_peak_used_bytes = used;
     t->l1_capacity_bytes = total;
+    return used;
 }
 
 static char *dup_or_empty(const char *s)
@@ -296,7 +298,9 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
         /* Collect finished L2 parts now, so outcomes (and outputs) do not wait long. */
         if (lmc_outcome_queue_open(rs.queue) > 0)
             lmc_replay_ctx_poll_prefetches(ctx);
-        sample_l1(sm, &res->totals);
+        uint64_t used = sample_l1(sm, &res->totals);
+        if (opt != NULL && opt->on_l1_usage != NULL)
+            opt->on_l1_usage(t, used, res->totals.l1_capacity_bytes, opt->ud);
     }
     res->interrupted = stop != NULL && *stop;
     res->malformed = lmc_trace_reader_malformed(rd);

@@ -30,7 +30,8 @@
  * Outcomes: every record goes through a reorder buffer
  * (replay/outcome_queue.h), so on_record, the totals and the outcome
  * digest see records in order with their final outcome; L1 usage is
- * sampled after every record for its peak; the StorageManager's own
+ * sampled after every record for its peak (and handed to on_l1_usage when
+ * set, for a report over time); the StorageManager's own
  * counters are read once the replay has drained.
  *
  * Threads: run() on the caller's thread; the StorageManager has its own.
@@ -77,9 +78,18 @@ typedef void (*lmc_replay_on_record)(const lmc_replay_record_view *rec, void *ud
 /* Called once at the end of a replay, after the drain, with the StorageManager still alive. */
 typedef void (*lmc_replay_on_finish)(lmc_storage_manager *sm, void *ud);
 
+/*
+ * Called after every record with the L1 usage sampled then (the sample the
+ * peak usage comes from: lmc_sm_l1_usage) and the record's time, in
+ * dispatch order (which may run ahead of on_record's, which waits for
+ * final outcomes).
+ */
+typedef void (*lmc_replay_on_l1_usage)(double t_mono, uint64_t used_bytes, uint64_t capacity_bytes,
+                                       void *ud);
+
 typedef struct lmc_replay_options {
-    double time_scale;           /* > 0 and finite; 1.0 = recorded speed */
-    lmc_dispatcher *dispatcher;  /* NULL: the default six handlers */
+    double time_scale;          /* > 0 and finite; 1.0 = recorded speed */
+    lmc_dispatcher *dispatcher; /* NULL: the default six handlers */
     lmc_replay_on_record on_record;
     void *ud;
     /*
@@ -95,6 +105,8 @@ typedef struct lmc_replay_options {
     /* LMC_REPLAY_MODE_CALLS (0, the default) or LMC_REPLAY_MODE_ENGINE (dispatcher must be NULL).
      */
     lmc_replay_mode mode;
+    /* NULL: none (the sample is taken for the peak either way). Gets ud too. */
+    lmc_replay_on_l1_usage on_l1_usage;
 } lmc_replay_options;
 
 typedef struct lmc_replay_result {
@@ -131,8 +143,8 @@ typedef struct lmc_replay_result {
  * (file, header, config) come back as the status with a message; per-record
  * problems are counted in the result.
  */
-lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
-                          const lmc_replay_options *opt, lmc_replay_result *res, lmc_error *err);
+lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path, const lmc_replay_options *opt,
+                          lmc_replay_result *res, lmc_error *err);
 
 void lmc_replay_result_free(lmc_replay_result *res);
 

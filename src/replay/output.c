@@ -268,6 +268,7 @@ lmc_status lmc_replay_summary_init(lmc_replay_summary *s, const lmc_replay_resul
         .trace_span_s = span,
         .mean_gap_s = res->reported > 1 ? span / (double)(res->reported - 1) * time_scale : 0.0,
         .started_at_unix_s = lmc_replay_stats_start_s(res->stats),
+        .stats = res->stats,
         .header_config_json = res->header_config_json,
         .replay_config_json = res->replay_config_json,
         .config_diffs = (const char *const *)diffs.v,

@@ -20,6 +20,9 @@
  *   summary-json  the result JSON, as json                  trace_replay_summary.json
  *   jsonl         one JSON object per record, with its      (--jsonl-out PATH)
  *                 outcome
+ *   html          a self-contained HTML report: latency     (--html PATH)
+ *                 CDFs, figures over time (replay/series.h),
+ *                 the table (output_html.c)
  *
  * When files are opened: a format with a per-record writer opens its file
  * at lmc_replay_output_open, so a bad path fails before the replay runs;
@@ -57,7 +60,7 @@ typedef struct lmc_replay_output_format {
  * file; the declarations and the lookup table are derived from this list.
  */
 #define LMC_REPLAY_OUTPUT_FORMATS(X)                                                               \
-    X(table) X(json) X(csv) X(outcomes_csv) X(summary_json) X(jsonl)
+    X(table) X(json) X(csv) X(outcomes_csv) X(summary_json) X(jsonl) X(html)
 
 #define LMC_REPLAY_OUTPUT_DECLARE(id) extern const lmc_replay_output_format lmc_replay_output_##id;
 LMC_REPLAY_OUTPUT_FORMATS(LMC_REPLAY_OUTPUT_DECLARE)

@@ -118,8 +118,7 @@ const char *lmc_replay_short_name(const char *qualname, char *buf, size_t len)
 
 /* ---- the generic renderers -------------------------------------------- */
 
-/* The table text of a value (Python's _format_value) into buf. */
-static const char *format_value(const lmc_metric *m, char *buf, size_t len)
+const char *lmc_metric_format_value(const lmc_metric *m, char *buf, size_t len)
 {
     switch (m->kind) {
     case LMC_METRIC_INT:
@@ -169,7 +168,7 @@ char *lmc_metrics_format_terminal(const char *title, const lmc_metric_section *s
         for (size_t e = 0; e < sec->n_entries; e++) {
             const lmc_metric *m = &sec->entries[e];
             char vbuf[400]; /* "%.2f" of DBL_MAX is 312 bytes */
-            const char *value = format_value(m, vbuf, sizeof(vbuf));
+            const char *value = lmc_metric_format_value(m, vbuf, sizeof(vbuf));
             size_t label_len = strlen(m->label) + 1; /* "label:" */
             size_t value_len = strlen(value);
             size_t pad = 1;
@@ -711,6 +710,23 @@ size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t 
                             t->v[LMC_OC_READ_ENTER_l2_pending],
                             t->v[LMC_OC_READ_ENTER_write_locked],
                             t->v[LMC_OC_READ_ENTER_not_read_locked], t->v[LMC_OC_READ_ENTER_other]);
+}
+
+bool lmc_replay_report_sections(const lmc_replay_summary *s, lmc_replay_section_fn fn, void *ud)
+{
+    report r;
+    bool ok = report_build(s, &r);
+    for (size_t i = 0; ok && i < r.n_sections; i++)
+        fn(&r.sections[i], ud);
+    report_free(&r);
+    return ok;
+}
+
+char *lmc_replay_report_notes(const lmc_replay_summary *s)
+{
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    notes(&b, s);
+    return lmc_strbuf_finish(&b);
 }
 
 char *lmc_replay_report_table(const lmc_replay_summary *s)

@@ -41,6 +41,7 @@
  * once by lmc_replay_summary_init in replay/output.h).
  */
 typedef struct lmc_replay_repeat lmc_replay_repeat; /* replay/repeat.h */
+typedef struct lmc_replay_series lmc_replay_series; /* replay/series.h */
 
 typedef struct lmc_replay_summary {
     const char *level;
@@ -73,6 +74,11 @@ typedef struct lmc_replay_summary {
     /* Files this replay writes (NULL: not written), for the result's "outputs". */
     const char *jsonl_path, *csv_path, *outcomes_csv_path, *summary_json_path, *output_path;
     const lmc_replay_repeat *repeat; /* --repeat: spreads over the runs; NULL otherwise */
+
+    /* What the HTML report adds (replay/output_html.c); NULL: left out of it. */
+    lmc_replay_stats *stats;         /* the result's: the latency samples of the CDFs */
+    const lmc_replay_series *series; /* --html: the figures over time (replay/series.h) */
+    const char *command;             /* the command line, for the report's header */
 } lmc_replay_summary;
 
 /*
@@ -129,6 +135,9 @@ char *lmc_metrics_format_terminal(const char *title, const lmc_metric_section *s
 char *lmc_metrics_format_json(const char *title, const lmc_metric_section *sections,
                               size_t n_sections, int indent);
 
+/* A value as the table writes it (Python's _format_value: "N/A", "%.2f", ...), in buf or m's. */
+const char *lmc_metric_format_value(const lmc_metric *m, char *buf, size_t len);
+
 /* Python's round(x, 3) (correctly rounded, ties to even on the exact value). */
 double lmc_round3(double x);
 
@@ -147,6 +156,20 @@ void lmc_center(const char *text, size_t width, char fill, char *buf);
  * NULL when memory runs out.
  */
 char *lmc_replay_report_table(const lmc_replay_summary *s);
+
+/*
+ * The table's sections, as lmc_replay_report_table prints them, one call
+ * of fn each, in order (for other renderings: the HTML report); the
+ * sections are valid during the call. false when memory runs out.
+ */
+typedef void (*lmc_replay_section_fn)(const lmc_metric_section *section, void *ud);
+bool lmc_replay_report_sections(const lmc_replay_summary *s, lmc_replay_section_fn fn, void *ud);
+
+/*
+ * The notes the table ends with, each "note: ..." wrapped at 78 columns,
+ * as a malloc'd string ("" when there are none); NULL when memory runs out.
+ */
+char *lmc_replay_report_notes(const lmc_replay_summary *s);
 
 /*
  * The result JSON (replay/result_json.h: the one schema that --format json

@@ -253,6 +253,22 @@ double lmc_replay_stats_duration_s(lmc_replay_stats *s)
     return d;
 }
 
+double *lmc_replay_stats_samples_ms(lmc_replay_stats *s, const char *qualname, size_t *n)
+{
+    *n = 0;
+    double *v = NULL;
+    pthread_mutex_lock(&s->mu);
+    for (size_t i = 0; i < s->n_buckets; i++) {
+        if (strcmp(s->buckets[i].qualname, qualname) == 0) {
+            if ((v = lmc_samples_copy(&s->buckets[i].ms)) != NULL)
+                *n = s->buckets[i].ms.n;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->mu);
+    return v;
+}
+
 void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n)
 {
     (void)n; /* qualnames belong to the collector */

@@ -68,4 +68,11 @@ void lmc_replay_stats_free_summary(lmc_op_stats *ops, size_t n);
 
 lmc_lateness_stats lmc_replay_stats_lateness(lmc_replay_stats *s);
 
+/*
+ * A copy of qualname's latency samples in milliseconds, in recording order
+ * (the caller frees it), *n their count; NULL (*n 0) when it has none or
+ * memory runs out. For the report's latency CDFs.
+ */
+double *lmc_replay_stats_samples_ms(lmc_replay_stats *s, const char *qualname, size_t *n);
+
 #endif

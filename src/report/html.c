@@ -175,6 +175,10 @@ size_t lmc_report_format_value(double v, lmc_report_format f, char *buf, size_t 
         return (size_t)snprintf(buf, len, "%s %s", num, units[u]);
     }
     case LMC_REPORT_FMT_SECONDS:
+        if (a != 0 && a < 1e-3) {
+            short_number(v * 1e6, num, sizeof(num));
+            return (size_t)snprintf(buf, len, "%s us", num);
+        }
         if (a != 0 && a < 1) {
             short_number(v * 1000, num, sizeof(num));
             return (size_t)snprintf(buf, len, "%s ms", num);
@@ -942,4 +946,29 @@ void lmc_report_table(lmc_report *r, const lmc_report_table_data *t)
         esc(b, t->caption);
         lmc_strbuf_puts(b, "</p>\n");
     }
+}
+
+void lmc_report_kv_table(lmc_report *r, const char *title, const char *id,
+                         const lmc_report_kv *rows, size_t n_rows)
+{
+    static const char *const cols[2] = {"figure", "value"};
+    static const bool numeric[2] = {false, true};
+    const char **cells = malloc(2 * n_rows * sizeof(*cells) + 1);
+    if (cells == NULL) {
+        r->b.oom = true;
+        return;
+    }
+    for (size_t i = 0; i < n_rows; i++) {
+        cells[2 * i] = rows[i].label;
+        cells[2 * i + 1] = rows[i].value;
+    }
+    lmc_report_table_data t = {.title = title,
+                               .id = id,
+                               .columns = cols,
+                               .n_columns = 2,
+                               .cells = cells,
+                               .n_rows = n_rows,
+                               .numeric = numeric};
+    lmc_report_table(r, &t);
+    free(cells);
 }

@@ -41,7 +41,8 @@
  *                 step line per sample, y from 0 to 1);
  *   histogram     bars over labelled buckets, several series side by side;
  *   table         columns with headers, cells as text, numeric columns
- *                 right-aligned.
+ *                 right-aligned; a key/value table is one of label/value
+ *                 rows.
  * Every chart has axis labels (the caller puts the unit in the label:
  * "L1 capacity (GiB)"), tick labels in the axis's format and a legend
  * when it has more than one series or a named one. Points that cannot be
@@ -95,7 +96,7 @@ typedef enum lmc_report_format {
     LMC_REPORT_FMT_NUMBER = 0, /* 0.25, 12, 1.5k, 3M */
     LMC_REPORT_FMT_PERCENT,    /* a fraction 0..1 written as 0% .. 100% */
     LMC_REPORT_FMT_BYTES,      /* IEC: 512 B, 4 KiB, 1.5 GiB */
-    LMC_REPORT_FMT_SECONDS,    /* 250 ms, 1.5 s, 2 min */
+    LMC_REPORT_FMT_SECONDS,    /* 50 us, 250 ms, 1.5 s, 2 min */
 } lmc_report_format;
 
 typedef struct lmc_report_axis {
@@ -177,6 +178,9 @@ void lmc_report_cdf(lmc_report *r, const char *title, const char *id, const char
                     const lmc_report_axis *x, const lmc_report_cdf_series *s, size_t n);
 void lmc_report_histogram(lmc_report *r, const lmc_report_bars *b);
 void lmc_report_table(lmc_report *r, const lmc_report_table_data *t);
+/* A two-column table of label/value rows (values right-aligned), headed "figure" and "value". */
+void lmc_report_kv_table(lmc_report *r, const char *title, const char *id,
+                         const lmc_report_kv *rows, size_t n_rows);
 
 /*
  * Close the document and free r: the HTML (caller frees), or NULL when

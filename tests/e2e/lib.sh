@@ -94,16 +94,55 @@ record_mooncake() {
     mooncake_run record "$requests" --trace-level storage --trace-output "$trace" "$@"
 }
 
-# chrome ARGS...: headless Chromium ($CHROMIUM) with a fresh profile under $T and nothing
-# fetched in the background; its stderr goes to $T/chromium.err.
-chrome() {
-    timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-        --disable-background-networking --disable-component-update --disable-sync \
-        --user-data-dir="$(mktemp -d -p "$T")" "$@" 2>> "$T/chromium.err"
-}
-
 # e2e_report NAME: the counts, and the script's exit status.
 e2e_report() {
     echo "$1: $pass passed, $fail failed"
     [ "$fail" = 0 ]
+}
+
+# chromium_render HTML PNG DOM: a screenshot (1200 x 1600) and the DOM of a report in headless
+# Chromium, counting three checks (it renders, the screenshot is not blank, the DOM dumps).
+# Returns 1 without a check, saying so, when Chromium is not installed (scripts/install-deps
+# installs it).
+chromium_render() {
+    local html=$1 png=$2 dom=$3 chromium
+    chromium=$(command -v chromium || command -v chromium-browser || true)
+    if [ -z "$chromium" ]; then
+        echo "SKIP: chromium is not installed (scripts/install-deps installs it): $html is not rendered"
+        return 1
+    fi
+    local run=(timeout 120 "$chromium" --headless --no-sandbox --disable-gpu --disable-quic
+        --no-first-run --disable-background-networking --disable-component-update --disable-sync)
+    "${run[@]}" --user-data-dir="$(mktemp -d -p "$T")" --screenshot="$png" --window-size=1200,1600 \
+        "file://$html" > /dev/null 2>> "$T/chromium.err"
+    expect "chromium renders $(basename "$html")" $?
+    python3 - "$png" <<'PYEOF'
+import struct, sys, zlib
+d = open(sys.argv[1], "rb").read()
+assert d[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+i, idat = 8, b""
+while i < len(d):
+    n, t = struct.unpack(">I4s", d[i:i + 8])
+    if t == b"IHDR":
+        w, h, depth, ctype = struct.unpack(">IIBB", d[i + 8:i + 18])
+    elif t == b"IDAT":
+        idat += d[i + 8:i + 8 + n]
+    i += 12 + n
+raw = zlib.decompress(idat)
+bpp = {2: 3, 6: 4}[ctype]
+stride = w * bpp
+# The bytes of every 4th row (filtered or not) tell a blank page from a drawn one.
+colours = set()
+for y in range(0, h, 4):
+    row = raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)]
+    for x in range(0, stride - bpp, bpp * 3):
+        colours.add(row[x:x + 3])
+assert w == 1200 and h == 1600, (w, h)
+assert len(colours) > 40, "blank screenshot: %d distinct values" % len(colours)
+PYEOF
+    expect "the screenshot of $(basename "$html") is not blank" $?
+    "${run[@]}" --user-data-dir="$(mktemp -d -p "$T")" --dump-dom "file://$html" > "$dom" \
+        2>> "$T/chromium.err"
+    expect "chromium dumps the DOM of $(basename "$html")" $?
+    return 0
 }

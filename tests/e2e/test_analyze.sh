@@ -157,21 +157,7 @@ for label in "Trace analysis" "Hit rate against L1 capacity" "chunk hit rate" "L
 done
 ! grep -qiE "<script|<link|@import|src=" "$T/report.html"
 expect "the report loads nothing and runs nothing" $?
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROMIUM" ]; then
-    echo "SKIP: chromium is not installed (scripts/install-deps installs it): the report is not rendered"
-else
-    chrome() {
-        timeout 120 "$CHROMIUM" --headless --no-sandbox --disable-gpu --disable-quic --no-first-run \
-            --disable-background-networking --disable-component-update --disable-sync \
-            --user-data-dir="$(mktemp -d -p "$T")" "$@" 2>> "$T/chromium.err"
-    }
-    chrome --screenshot="$T/report.png" --window-size=1200,1600 "file://$T/report.html" > /dev/null
-    expect "chromium renders the report" $?
-    python3 "$HERE/png_drawn.py" "$T/report.png" 1200 1600
-    expect "the screenshot is not blank" $?
-    chrome --dump-dom "file://$T/report.html" > "$T/dom.html"
-    expect "chromium dumps the DOM" $?
+if chromium_render "$T/report.html" "$T/report.png" "$T/dom.html"; then
     for label in "Hit rate against L1 capacity" "LRU, exact" "recorded hit rate" "requested sizes"; do
         grep -qF "$label" "$T/dom.html"; expect "the DOM has '$label'" $?
     done

@@ -199,16 +199,7 @@ for label in "Trace sweep" "Hit rate against L1 size" "hit rate (engine_hit_rate
     grep -qF -- "$label" "$T/sweep.html"; expect "the report has '$label'" $?
 done
 ! grep -qiE "<script|<link|@import|src=" "$T/sweep.html"; expect "the report loads nothing and runs nothing" $?
-CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-if [ -z "$CHROMIUM" ]; then
-    echo "SKIP: chromium is not installed (scripts/install-deps installs it): the report is not rendered"
-else
-    chrome --screenshot="$T/sweep.png" --window-size=1200,1400 "file://$T/sweep.html" > /dev/null
-    expect "chromium renders the report" $?
-    python3 "$HERE/png_drawn.py" "$T/sweep.png" 1200 1400
-    expect "the screenshot is not blank" $?
-    chrome --dump-dom "file://$T/sweep.html" > "$T/dom.html"
-    expect "chromium dumps the DOM" $?
+if chromium_render "$T/sweep.html" "$T/sweep.png" "$T/dom.html"; then
     for label in "Hit rate against L1 size" "--eviction-policy LRU" "LRU curve (trace analyze, exact)" \
         "L1 size (--l1-size-gb"; do
         grep -qF -- "$label" "$T/dom.html"; expect "the DOM has '$label'" $?

@@ -118,8 +118,8 @@ static bool exists(const char *path)
 static void test_the_table_lists_every_format_once(void **state)
 {
     (void)state;
-    static const char *const want[] = {"table",        "json",         "csv",
-                                       "outcomes-csv", "summary-json", "jsonl"};
+    static const char *const want[] = {"table",        "json",  "csv", "outcomes-csv",
+                                       "summary-json", "jsonl", "html"};
     size_t n = 0;
     while (lmc_replay_output_at(n) != NULL)
         n++;
@@ -466,6 +466,30 @@ static void test_the_result_table_in_a_file_is_the_report_text(void **state)
     lmc_replay_stats_destroy(s);
 }
 
+static void test_the_html_report_has_a_cdf_per_op_and_the_result_table(void **state)
+{
+    (void)state;
+    lmc_replay_stats *s = export_example();
+    char path[128];
+    snprintf(path, sizeof(path), "%s/report.html", tmpdir);
+    lmc_error err;
+    assert_int_equal(write_format("html", s, path, &err), LMC_OK);
+    char *html = slurp(path);
+    assert_non_null(strstr(html, "<title>Trace replay</title>"));
+    assert_non_null(strstr(html, "<figure id=\"latency-cdf\">"));
+    /* One CDF line per op with latency samples (a.op, b.op: 3 calls each; short names), in us. */
+    const char *first = strstr(html, ">op (3 calls)</text>");
+    assert_non_null(first);
+    assert_non_null(strstr(first + 1, ">op (3 calls)</text>"));
+    assert_non_null(strstr(html, " us</text>"));
+    /* No series was collected: the report says so instead of drawing empty charts. */
+    assert_non_null(strstr(html, "No figures over time were collected"));
+    assert_non_null(strstr(html, "<caption>Per-Op Latency (ms)</caption>"));
+    assert_null(strstr(html, "<script"));
+    free(html);
+    lmc_replay_stats_destroy(s);
+}
+
 static void test_a_path_that_cannot_be_written_names_the_flag_and_the_path(void **state)
 {
     (void)state;
@@ -501,6 +525,7 @@ int main(void)
         cmocka_unit_test(test_a_final_output_touches_its_file_only_when_finished),
         cmocka_unit_test(test_a_final_output_checks_its_path_at_open_and_keeps_an_existing_file),
         cmocka_unit_test(test_the_result_table_in_a_file_is_the_report_text),
+        cmocka_unit_test(test_the_html_report_has_a_cdf_per_op_and_the_result_table),
         cmocka_unit_test(test_a_path_that_cannot_be_written_names_the_flag_and_the_path),
     };
     return cmocka_run_group_tests(tests, setup_tmpdir, teardown_tmpdir);

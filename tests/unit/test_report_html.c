@@ -95,6 +95,8 @@ static void test_values_are_written_in_their_format(void **state)
     assert_format(512, LMC_REPORT_FMT_BYTES, "512 B");
     assert_format(4096, LMC_REPORT_FMT_BYTES, "4 KiB");
     assert_format(1.5 * 1073741824.0, LMC_REPORT_FMT_BYTES, "1.5 GiB");
+    assert_format(50e-6, LMC_REPORT_FMT_SECONDS, "50 us");
+    assert_format(0.001, LMC_REPORT_FMT_SECONDS, "1 ms");
     assert_format(0.25, LMC_REPORT_FMT_SECONDS, "250 ms");
     assert_format(1.5, LMC_REPORT_FMT_SECONDS, "1.5 s");
     assert_format(300, LMC_REPORT_FMT_SECONDS, "5 min");
