@@ -24,6 +24,8 @@ int lmc_cmd_trace_dump(int argc, char **argv);
 int lmc_cmd_trace_slice(int argc, char **argv);
 /* `lmcache trace compare` (cmd_trace_compare.c). */
 int lmc_cmd_trace_compare(int argc, char **argv);
+/* `lmcache trace sweep` (cmd_trace_sweep.c). */
+int lmc_cmd_trace_sweep(int argc, char **argv);
 
 /* True when arg is "-h" or "--help". */
 bool lmc_cli_is_help(const char *arg);
@@ -61,6 +63,12 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
  * frees it (NULL when memory runs out).
  */
 char *lmc_cli_command_line(int argc, char **argv);
+
+/*
+ * Write text to path (lmc_report_save: a temporary file and a rename): 0,
+ * or 1 with "lmcache trace CMD: FLAG: <why>" printed.
+ */
+int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text);
 
 /*
  * Dispatch argv[1] among subs (argv[0] is the parent command's name, e.g.

@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "core/strbuf.h"
+#include "report/html.h"
 
 bool lmc_cli_is_help(const char *arg)
 {
@@ -69,6 +70,16 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
         return false;
     }
     return true;
+}
+
+int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text)
+{
+    lmc_error err;
+    if (lmc_report_save(path, text, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace %s: %s: %s\n", cmd, flag, err.msg);
+        return 1;
+    }
+    return 0;
 }
 
 static void sub_usage(FILE *out, const char *parent, const char *summary,

@@ -149,17 +149,6 @@ static int analyze_flag(const char *arg, int argc, char **argv, int *i, void *ct
     return 1;
 }
 
-/* Write text to path; 0, or 1 with the message printed. */
-static int save(const char *path, const char *flag, const char *text)
-{
-    lmc_error err;
-    if (lmc_report_save(path, text, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace analyze: %s: %s\n", flag, err.msg);
-        return 1;
-    }
-    return 0;
-}
-
 /* The --csv directory: made when missing (one level). 0, or 1 with the message printed. */
 static int csv_dir_ready(const char *dir)
 {
@@ -212,7 +201,7 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
     if (!a.quiet)
         fputs(text, stdout);
     if (a.output != NULL)
-        rc |= save(a.output, "--output", text);
+        rc |= lmc_cli_save("analyze", a.output, "--output", text);
     free(text);
     if (a.csv_dir != NULL && lmc_analyze_write_csv(a.csv_dir, &res, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace analyze: --csv: %s\n", err.msg);
@@ -224,7 +213,7 @@ int lmc_cmd_trace_analyze(int argc, char **argv)
             fprintf(stderr, "lmcache trace analyze: out of memory\n");
             rc = 1;
         } else {
-            rc |= save(a.html, "--html", html);
+            rc |= lmc_cli_save("analyze", a.html, "--html", html);
             free(html);
         }
     }

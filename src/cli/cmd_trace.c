@@ -1200,6 +1200,8 @@ static const lmc_cli_command subs[] = {
     {"slice", "write a time window of a trace as a trace of its own", lmc_cmd_trace_slice},
     {"compare", "compare two replay results: deltas, thresholds, first divergent record",
      lmc_cmd_trace_compare},
+    {"sweep", "replay a trace under every configuration of a grid of flags, side by side",
+     lmc_cmd_trace_sweep},
 };
 
 int lmc_cmd_trace(int argc, char **argv)

@@ -103,7 +103,12 @@ static bool leaf_equals(const lmc_json *v, const char *text)
     return false;
 }
 
-/* The leaves under v whose path (prefix + keys joined by '.') ends in ".field". */
+/*
+ * The leaves under v whose path (prefix + keys joined by '.') ends in
+ * ".field". Leaves that hold the same value count once: the config holds
+ * some fields twice (eviction_config.eviction_policy and its copy in
+ * l1_manager_config.eviction), and a selector naming one names both.
+ */
 typedef struct suffix_search {
     const char *field;
     size_t hits;
@@ -115,7 +120,8 @@ static void find_suffix(const lmc_json *v, lmc_strbuf *path, suffix_search *s)
     if (lmc_json_type_of(v) != LMC_JSON_OBJECT) {
         size_t fl = strlen(s->field);
         if (path->p != NULL && path->len > fl && path->p[path->len - fl - 1] == '.' &&
-            strcmp(path->p + path->len - fl, s->field) == 0) {
+            strcmp(path->p + path->len - fl, s->field) == 0 &&
+            (s->leaf == NULL || lmc_json_diff(s->leaf, v, NULL, NULL) != 0)) {
             s->hits++;
             s->leaf = v;
         }

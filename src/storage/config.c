@@ -140,7 +140,7 @@ static size_t flag_choices(flag_id id, const char *const **names)
  * '-', is longer than "-", is not a negative number (-?\d+ or -\d*\.\d+),
  * and has no space in it.
  */
-static bool looks_like_option(const char *s)
+bool lmc_sm_config_looks_like_option(const char *s)
 {
     if (s[0] != '-' || s[1] == '\0')
         return false;
@@ -450,6 +450,18 @@ static const flag_def *find_flag(const char *name, size_t len)
     return NULL;
 }
 
+bool lmc_sm_config_flag_find(const char *name, size_t len, lmc_sm_flag_info *out)
+{
+    const flag_def *f = find_flag(name, len);
+    if (f == NULL)
+        return false;
+    out->name = f->name;
+    out->takes_value = f->metavar != NULL;
+    out->accumulates = f->id == F_L2_ADAPTER;
+    out->value_is_json = f->id == F_L2_ADAPTER;
+    return true;
+}
+
 lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, int *i,
                                    bool *consumed, lmc_error *err)
 {
@@ -474,7 +486,7 @@ lmc_status lmc_sm_config_parse_arg(lmc_sm_config *cfg, int argc, char **argv, in
                                  eq + 1);
     } else if (eq != NULL) {
         value = eq + 1;
-    } else if (*i + 1 < argc && !looks_like_option(argv[*i + 1])) {
+    } else if (*i + 1 < argc && !lmc_sm_config_looks_like_option(argv[*i + 1])) {
         value = argv[*i + 1];
         used = 2;
     } else {
@@ -543,7 +555,7 @@ lmc_status lmc_sm_config_parse_all(lmc_sm_config *cfg, int argc, char **argv, lm
             return st;
         if (consumed)
             continue;
-        if (looks_like_option(arg)) {
+        if (lmc_sm_config_looks_like_option(arg)) {
             const char *eq = strchr(arg, '=');
             int len = eq != NULL ? (int)(eq - arg) : (int)strlen(arg);
             return lmc_error_set(err, LMC_ERR_INVALID, "unknown option '%.*s'", len, arg);

@@ -32,4 +32,26 @@ lmc_json *lmc_sm_config_to_json(const lmc_sm_config *cfg);
  */
 lmc_status lmc_sm_config_digest(const lmc_sm_config *cfg, char **json_out, char digest_hex[65]);
 
+/*
+ * What the flag table says about one flag, for front ends that handle the
+ * flags' text before the parser sees it (`trace sweep` splits comma lists
+ * and passes each value on to a replay).
+ */
+typedef struct lmc_sm_flag_info {
+    const char *name;   /* "--l1-size-gb": valid until exit */
+    bool takes_value;   /* false: a switch ("--no-l1-use-lazy") */
+    bool accumulates;   /* each occurrence adds one (--l2-adapter); else the last one wins */
+    bool value_is_json; /* the value is JSON text, commas and all (--l2-adapter) */
+} lmc_sm_flag_info;
+
+/* The flag called name[0, len) ("--flag", without "=value"): true and *out, or false. */
+bool lmc_sm_config_flag_find(const char *name, size_t len, lmc_sm_flag_info *out);
+
+/*
+ * argparse's test for "this word is an option, not a value", which the
+ * parser applies to the word after a flag: "--x" is one, "-1.5" and "a b"
+ * are not.
+ */
+bool lmc_sm_config_looks_like_option(const char *s);
+
 #endif
