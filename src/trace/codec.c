@@ -576,37 +576,63 @@ static lmc_status dec_object_key(const msgpack_object *p, lmc_arena *a, lmc_tv *
 }
 
 /* MemoryLayoutDesc: {"shapes": [[int...]...], "dtypes": [str...]}. */
+/*
+ * {"shapes": [[dims...]...], "dtypes": [names...]}, written into a stack
+ * buffer and handed to the packer in one call (a reserve_write record
+ * carries one; piece by piece it took a dozen packer calls). Every count
+ * is at most 8, so the arrays are fixarrays, as msgpack-c writes them.
+ */
+#define LAYOUT_FIXED 32 /* map header, two names, two array headers */
+#define LAYOUT_INT_MAX 9
+#define LAYOUT_STR_HDR_MAX 5
+
 static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
 {
+    _Static_assert(LMC_LAYOUT_MAX_TENSORS < 16 && LMC_SHAPE_MAX_DIMS < 16,
+                   "layout arrays are fixarrays");
     const lmc_layout_desc *d = v->u.layout;
     if (d == NULL)
         return null_value(err, "MemoryLayoutDesc");
     if (d->count > LMC_LAYOUT_MAX_TENSORS)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "trace.codecs: MemoryLayoutDesc has %" PRIu32 " tensors", d->count);
-    PK(msgpack_pack_map(pk, 2));
-    PK(lmc_msgpack_pack_cstr(pk, "shapes"));
-    PK(msgpack_pack_array(pk, d->count));
+    size_t need = LAYOUT_FIXED;
     for (uint32_t i = 0; i < d->count; i++) {
-        const lmc_shape *s = &d->shapes[i];
-        if (s->ndim > LMC_SHAPE_MAX_DIMS)
+        if (d->shapes[i].ndim > LMC_SHAPE_MAX_DIMS)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc shape %" PRIu32 " has %" PRIu32
                                  " dims",
-                                 i, s->ndim);
-        PK(msgpack_pack_array(pk, s->ndim));
-        for (uint32_t j = 0; j < s->ndim; j++)
-            PK(msgpack_pack_int64(pk, s->dims[j]));
-    }
-    PK(lmc_msgpack_pack_cstr(pk, "dtypes"));
-    PK(msgpack_pack_array(pk, d->count));
-    for (uint32_t i = 0; i < d->count; i++) {
+                                 i, d->shapes[i].ndim);
         if (d->dtypes[i] <= LMC_DTYPE_INVALID || d->dtypes[i] >= LMC_DTYPE_COUNT_)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc dtype %" PRIu32 " is invalid", i);
-        PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(d->dtypes[i])));
+        need += 1 + (size_t)d->shapes[i].ndim * LAYOUT_INT_MAX + LAYOUT_STR_HDR_MAX +
+                strlen(lmc_dtype_name(d->dtypes[i]));
     }
-    return LMC_OK;
+    uint8_t stack[1024];
+    uint8_t *buf = need <= sizeof(stack) ? stack : malloc(need);
+    if (buf == NULL)
+        return pack_failed(err);
+    uint8_t *p = buf;
+    *p++ = 0x82;
+    p = W_NAME(p, "shapes");
+    *p++ = (uint8_t)(0x90 | d->count);
+    for (uint32_t i = 0; i < d->count; i++) {
+        const lmc_shape *sh = &d->shapes[i];
+        *p++ = (uint8_t)(0x90 | sh->ndim);
+        for (uint32_t j = 0; j < sh->ndim; j++)
+            p = w_int(p, sh->dims[j]);
+    }
+    p = W_NAME(p, "dtypes");
+    *p++ = (uint8_t)(0x90 | d->count);
+    for (uint32_t i = 0; i < d->count; i++) {
+        const char *name = lmc_dtype_name(d->dtypes[i]);
+        p = w_str(p, name, strlen(name));
+    }
+    int rc = pack_raw(pk, buf, (size_t)(p - buf));
+    if (buf != stack)
+        free(buf);
+    return rc == 0 ? LMC_OK : pack_failed(err);
 }
 
 static lmc_status unknown_dtype(lmc_error *err, const msgpack_object *name)
