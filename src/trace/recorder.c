@@ -1,36 +1,16 @@
 /*
  * recorder.c -- writes captured calls to a .lct file (see recorder.h).
  *
- * The batch lives in a msgpack sbuffer of whole frames; `durable` is the
- * file length known to end on a frame boundary. A failed or short write
- * truncates the file back to `durable`, so readers never see half a frame
- * from us (a crash mid-write can still cut the tail, which readers
- * tolerate).
- *
- * Preallocation: before a batch would pass the end of the space reserved
- * so far, the recorder reserves the next PREALLOC_STEP bytes with
- * fallocate(FALLOC_FL_KEEP_SIZE). On tmpfs that takes the page allocation
- * out of write(2) and does it 8 MiB at a time (a third of the drain's time
- * was the kernel allocating pages a write at a time). KEEP_SIZE leaves the
- * file's length alone, so the file always ends at the last whole frame,
- * even after a kill; close gives the unused reserve back (a truncate to
- * the file's own length), so the file holds only its frames. Where
- * fallocate is not supported (pipes, character devices, some filesystems)
- * the recorder simply writes.
- */
-/*
- * recorder.c -- writes captured calls to a .lct file (see recorder.h).
- *
  * Two sides, overlapping: the encoder (the bus's drain thread, or whoever
  * calls write_record, attach_config, flush or close; all under `mu`)
  * appends whole frames to the current batch of a batch pipe
  * (core/batch_pipe.h); the writer thread ("trace-writer") writes each
- * submitted batch to the file, in order. A 16-key record took about as
- * long to encode as to write, one after the other on the drain thread;
- * now the drain thread encodes batch n + 1 while the writer writes batch
- * n. The pipe holds PIPE_DEPTH batches (about 512 KiB each once grown),
- * and an encoder that gets that far ahead waits in submit, as it used to
- * wait in write(2).
+ * submitted batch to the file, in order, one write(2) each. A 16-key
+ * record took about as long to encode as to write, one after the other on
+ * the drain thread; now the drain thread encodes batch n + 1 while the
+ * writer writes batch n. The pipe holds PIPE_DEPTH batches (about 512 KiB
+ * each once grown), and an encoder that gets that far ahead waits in
+ * submit, as it used to wait in write(2).
  *
  * Who owns what:
  *  - `mu` guards the encoder's state: the pipe's producer side, closed,
@@ -38,11 +18,11 @@
  *    writer with `mu` held (flush, attach_config, close), so "flushed"
  *    still means "in the file".
  *  - The writer owns the file while the pipe runs: fd's offset, durable,
- *    reserved, no_prealloc, last_write_warning_ms and the scratch buffer.
- *    Others read them only after a pipe wait (which orders them), and
- *    close touches the fd only then.
+ *    last_write_warning_ms and the scratch buffer. Others read them only
+ *    after a pipe wait (which orders them), and close touches the fd only
+ *    then, and after joining the writer.
  *  - records, writes and dropped are atomics: the writer counts batches
- *    written or lost, the encoder counts the records it could not encode.
+ *    written or lost, the encoder the records it could not encode.
  *
  * `durable` is the file length known to end on a frame boundary. A failed
  * or short write truncates the file back to `durable`, so readers never
@@ -53,22 +33,18 @@
  * used to put one in front of the next batch when it did the writing
  * itself: batches encoded before the failure was known are covered too.
  *
- * Preallocation: before a batch would pass the end of the space reserved
- * so far, the writer reserves the next PREALLOC_STEP bytes with
- * fallocate(FALLOC_FL_KEEP_SIZE). On tmpfs that takes the page allocation
- * out of write(2) and does it 8 MiB at a time (a third of the drain's time
- * was the kernel allocating pages a write at a time). KEEP_SIZE leaves the
- * file's length alone, so the file always ends at the last whole frame,
- * even after a kill; close gives the unused reserve back (a truncate to
- * the file's own length), so the file holds only its frames. Where
- * fallocate is not supported (pipes, character devices, some filesystems)
- * the writer simply writes.
+ * No preallocation: the recorder used to reserve file space 8 MiB at a
+ * time with fallocate(FALLOC_FL_KEEP_SIZE), to take the page allocation
+ * out of the drain thread's write(2). The writer thread now takes it, and
+ * on tmpfs fallocate zeroes every page that the write then overwrites
+ * (measured: the writer's CPU time was 1.13-1.15 times a bare write loop's
+ * with it, 1.01-1.05 without), so the writer makes exactly the calls the
+ * drain benchmark's ceiling makes: write(2)s, then fsync and close.
  */
 #include "trace/recorder.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/falloc.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -88,8 +64,6 @@
 #define BATCH_BYTES (256u * 1024)
 /* Batches in the pipe: one being encoded, the rest queued or being written. */
 #define PIPE_DEPTH 4
-/* Reserve file space this much at a time (see the top of the file). */
-#define PREALLOC_STEP ((off_t)8 * 1024 * 1024)
 /* lmc_batch.flags: the batch starts with the header frame. */
 #define BATCH_HAS_HEADER 1u
 
@@ -109,8 +83,6 @@ struct lmc_trace_recorder {
     double t_wall_start;
     /* The writer's (see the top of the file). */
     off_t durable;
-    off_t reserved;   /* file space preallocated up to here (beyond durable) */
-    bool no_prealloc; /* fallocate is not supported here */
     uint64_t last_write_warning_ms;
     msgpack_sbuffer scratch; /* a fallback header and the batch behind it */
     /* Counters. */
@@ -135,32 +107,6 @@ static void warn_write(lmc_trace_recorder *r, int errnum, size_t lost)
              "far",
              strerror(errnum), lost,
              (unsigned long long)atomic_load_explicit(&r->dropped, memory_order_relaxed));
-}
-
-/* Reserve space for the next n bytes (see the top of the file). A failure
- * is not an error: the write that follows reports a full disk itself. */
-static void prealloc(lmc_trace_recorder *r, size_t n)
-{
-    off_t end = r->durable + (off_t)n;
-    if (r->no_prealloc || end <= r->reserved)
-        return;
-    off_t from = r->reserved > r->durable ? r->reserved : r->durable;
-    off_t to = (end + PREALLOC_STEP - 1) / PREALLOC_STEP * PREALLOC_STEP;
-    if (fallocate(r->fd, FALLOC_FL_KEEP_SIZE, from, to - from) == 0)
-        r->reserved = to;
-    else if (errno != ENOSPC && errno != EINTR)
-        r->no_prealloc = true; /* EOPNOTSUPP, ESPIPE, ENODEV, ...: do without */
-}
-
-/* Give back what was reserved beyond the end of the file: a truncate to
- * the length it has frees the blocks past it (tmpfs, ext4, xfs; a punched
- * hole would not on ext4, which clamps it to the file's length). */
-static void release_prealloc(lmc_trace_recorder *r)
-{
-    if (r->reserved > r->durable && ftruncate(r->fd, r->durable) != 0) {
-        /* Nothing more to do: the file's length is right in any case. */
-    }
-    r->reserved = r->durable;
 }
 
 static lmc_status encode_header(const lmc_trace_recorder *r, msgpack_sbuffer *out, const char *json,
@@ -206,7 +152,6 @@ static void write_batch(lmc_batch *b, void *ud)
         data = r->scratch.data;
         size = r->scratch.size;
     }
-    prealloc(r, size);
     const char *p = data;
     size_t left = size;
     int errnum = 0;
@@ -234,7 +179,6 @@ static void write_batch(lmc_batch *b, void *ud)
         if (ftruncate(r->fd, r->durable) != 0 || lseek(r->fd, r->durable, SEEK_SET) < 0) {
             /* Not a regular file (a pipe, /dev/full): nothing to undo. */
         }
-        r->reserved = r->durable; /* the truncate gave the reserve back too */
         count_dropped(r, b->count);
         warn_write(r, errnum, b->count);
     }
@@ -491,7 +435,6 @@ void lmc_trace_recorder_close(lmc_trace_recorder *r)
     /* Joins the writer: the file is ours alone from here. */
     lmc_batch_pipe_destroy(r->pipe);
     r->pipe = NULL;
-    release_prealloc(r);
     if (fsync(r->fd) != 0 && errno != EINVAL && errno != EROFS)
         LMC_ERROR(LOG_COMP, "trace recorder: fsync failed: %s", strerror(errno));
     close(r->fd);
