@@ -38,8 +38,8 @@
  * out of the drain thread's write(2). The writer thread now takes it, and
  * on tmpfs fallocate zeroes every page that the write then overwrites
  * (measured: the writer's CPU time was 1.13-1.15 times a bare write loop's
- * with it, 1.01-1.05 without), so the writer makes exactly the calls the
- * drain benchmark's ceiling makes: write(2)s, then fsync and close.
+ * with it, 1.01-1.13 without), and the writer now makes exactly the calls
+ * the drain benchmark's ceiling makes: write(2)s, then fsync and close.
  */
 #include "trace/recorder.h"
 
