@@ -43,9 +43,11 @@ static void *race_copier(void *arg)
     race *r = w->r;
     rt_prompt fixed, fresh;
     rt_prompt_make(&fixed, RACE_CHUNKS, 1000);
+    /* Blocks of its own: the copiers' copies never share client memory (a client's race). */
+    int64_t first = (int64_t)w->index * RACE_CHUNKS * RT_BPC;
     for (uint32_t i = 0; !atomic_load(&r->stop); i++) {
         rt_prompt_make(&fresh, RACE_CHUNKS, 2000 + (uint32_t)w->index * 1000000 + i);
-        if (rt_transfer(r->f, LMC_OP_STORE, rt_peer(1), 1, &fresh, "m", 1, 0, 0) == LMC_OK)
+        if (rt_transfer(r->f, LMC_OP_STORE, rt_peer(1), 1, &fresh, "m", 1, 0, first) == LMC_OK)
             atomic_fetch_add(&r->copies_ok, 1);
         char rid[32];
         snprintf(rid, sizeof(rid), "race-%d-%u", w->index, i);
@@ -61,7 +63,7 @@ static void *race_copier(void *arg)
             lmc_sleep_ns(50 * 1000);
         rt_prompt hit = fixed;
         hit.n = hits * RT_CHUNK;
-        lmc_status st = hits ? rt_transfer(r->f, LMC_OP_RETRIEVE, rt_peer(1), 1, &hit, "m", 1, 0, 0)
+        lmc_status st = hits ? rt_transfer(r->f, LMC_OP_RETRIEVE, rt_peer(1), 1, &hit, "m", 1, 0, first)
                              : LMC_ERR_NOT_FOUND;
         if (st == LMC_OK)
             atomic_fetch_add(&r->copies_ok, 1);
@@ -75,7 +77,7 @@ static void *race_copier(void *arg)
 static void race_with(rt_fixture *f, int copiers)
 {
     rt_shm big, small;
-    rt_shm_make(&big, RACE_CHUNKS * RT_BPC, 16 * 1024); /* 256 KiB chunks */
+    rt_shm_make(&big, copiers * RACE_CHUNKS * RT_BPC, 16 * 1024); /* 256 KiB chunks */
     rt_shm_make(&small, RT_BPC, 16 * 1024);
     rt_fill(big.base, big.bytes, 7);
     assert_int_equal(rt_reg(f, rt_peer(1), 1, &big, "m", 1, 0), LMC_OK);
