@@ -40,8 +40,9 @@
  * Trace files go to /dev/shm when it is writable (tmpfs, like the target
  * says), else $TMPDIR or /tmp, and are removed.
  *
- * Threads: the calling thread, the event bus's drain thread, and a child
- * process for LTTng. Not reentrant (the trace gate is process-wide).
+ * Threads: the calling thread, the event bus's drain thread, the
+ * recorder's writer thread, and a child process for LTTng. Not reentrant
+ * (the trace gate is process-wide).
  */
 #include <dirent.h>
 #include <dlfcn.h>

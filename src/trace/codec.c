@@ -471,6 +471,26 @@ static lmc_status null_value(lmc_error *err, const char *name)
 /* A literal field name as a fixstr. */
 #define W_NAME(p, lit) w_str((p), (lit), sizeof(lit) - 1)
 
+/*
+ * An ObjectKey's fields after chunk_hash, model_name to cache_salt: at most
+ * model_len + salt_len + 80 bytes (four names: 46, two ints: 18, two str
+ * headers: 10). The keys of one call share them, so the "keys" encoder
+ * writes them once per call and copies them per key.
+ */
+#define KEY_TAIL_FIXED 80
+static uint8_t *w_key_tail(uint8_t *p, const lmc_object_key *k, const char *model, size_t model_len,
+                           const char *salt, size_t salt_len)
+{
+    p = W_NAME(p, "model_name");
+    p = w_str(p, model, model_len);
+    p = W_NAME(p, "kv_rank");
+    p = w_int(p, k->kv_rank);
+    p = W_NAME(p, "object_group_id");
+    p = w_int(p, k->object_group_id);
+    p = W_NAME(p, "cache_salt");
+    return w_str(p, salt, salt_len);
+}
+
 static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
 {
     const lmc_object_key *k = v->u.key;
@@ -489,14 +509,7 @@ static lmc_status enc_object_key(msgpack_packer *pk, const lmc_tv *v, lmc_error 
         *p++ = 0x85;
         p = W_NAME(p, "chunk_hash");
         p = w_bin(p, hash, hash_len);
-        p = W_NAME(p, "model_name");
-        p = w_str(p, model, model_len);
-        p = W_NAME(p, "kv_rank");
-        p = w_int(p, k->kv_rank);
-        p = W_NAME(p, "object_group_id");
-        p = w_int(p, k->object_group_id);
-        p = W_NAME(p, "cache_salt");
-        p = w_str(p, salt, salt_len);
+        p = w_key_tail(p, k, model, model_len, salt, salt_len);
         PK(pack_raw(pk, buf, (size_t)(p - buf)));
         return LMC_OK;
     }
@@ -563,37 +576,63 @@ static lmc_status dec_object_key(const msgpack_object *p, lmc_arena *a, lmc_tv *
 }
 
 /* MemoryLayoutDesc: {"shapes": [[int...]...], "dtypes": [str...]}. */
+/*
+ * {"shapes": [[dims...]...], "dtypes": [names...]}, written into a stack
+ * buffer and handed to the packer in one call (a reserve_write record
+ * carries one; piece by piece it took a dozen packer calls). Every count
+ * is at most 8, so the arrays are fixarrays, as msgpack-c writes them.
+ */
+#define LAYOUT_FIXED 32 /* map header, two names, two array headers */
+#define LAYOUT_INT_MAX 9
+#define LAYOUT_STR_HDR_MAX 5
+
 static lmc_status enc_layout(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
 {
+    _Static_assert(LMC_LAYOUT_MAX_TENSORS < 16 && LMC_SHAPE_MAX_DIMS < 16,
+                   "layout arrays are fixarrays");
     const lmc_layout_desc *d = v->u.layout;
     if (d == NULL)
         return null_value(err, "MemoryLayoutDesc");
     if (d->count > LMC_LAYOUT_MAX_TENSORS)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "trace.codecs: MemoryLayoutDesc has %" PRIu32 " tensors", d->count);
-    PK(msgpack_pack_map(pk, 2));
-    PK(lmc_msgpack_pack_cstr(pk, "shapes"));
-    PK(msgpack_pack_array(pk, d->count));
+    size_t need = LAYOUT_FIXED;
     for (uint32_t i = 0; i < d->count; i++) {
-        const lmc_shape *s = &d->shapes[i];
-        if (s->ndim > LMC_SHAPE_MAX_DIMS)
+        if (d->shapes[i].ndim > LMC_SHAPE_MAX_DIMS)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc shape %" PRIu32 " has %" PRIu32
                                  " dims",
-                                 i, s->ndim);
-        PK(msgpack_pack_array(pk, s->ndim));
-        for (uint32_t j = 0; j < s->ndim; j++)
-            PK(msgpack_pack_int64(pk, s->dims[j]));
-    }
-    PK(lmc_msgpack_pack_cstr(pk, "dtypes"));
-    PK(msgpack_pack_array(pk, d->count));
-    for (uint32_t i = 0; i < d->count; i++) {
+                                 i, d->shapes[i].ndim);
         if (d->dtypes[i] <= LMC_DTYPE_INVALID || d->dtypes[i] >= LMC_DTYPE_COUNT_)
             return lmc_error_set(err, LMC_ERR_INVALID,
                                  "trace.codecs: MemoryLayoutDesc dtype %" PRIu32 " is invalid", i);
-        PK(lmc_msgpack_pack_cstr(pk, lmc_dtype_name(d->dtypes[i])));
+        need += 1 + (size_t)d->shapes[i].ndim * LAYOUT_INT_MAX + LAYOUT_STR_HDR_MAX +
+                strlen(lmc_dtype_name(d->dtypes[i]));
     }
-    return LMC_OK;
+    uint8_t stack[1024];
+    uint8_t *buf = need <= sizeof(stack) ? stack : malloc(need);
+    if (buf == NULL)
+        return pack_failed(err);
+    uint8_t *p = buf;
+    *p++ = 0x82;
+    p = W_NAME(p, "shapes");
+    *p++ = (uint8_t)(0x90 | d->count);
+    for (uint32_t i = 0; i < d->count; i++) {
+        const lmc_shape *sh = &d->shapes[i];
+        *p++ = (uint8_t)(0x90 | sh->ndim);
+        for (uint32_t j = 0; j < sh->ndim; j++)
+            p = w_int(p, sh->dims[j]);
+    }
+    p = W_NAME(p, "dtypes");
+    *p++ = (uint8_t)(0x90 | d->count);
+    for (uint32_t i = 0; i < d->count; i++) {
+        const char *name = lmc_dtype_name(d->dtypes[i]);
+        p = w_str(p, name, strlen(name));
+    }
+    int rc = pack_raw(pk, buf, (size_t)(p - buf));
+    if (buf != stack)
+        free(buf);
+    return rc == 0 ? LMC_OK : pack_failed(err);
 }
 
 static lmc_status unknown_dtype(lmc_error *err, const msgpack_object *name)
@@ -964,14 +1003,17 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
  * The keys of a record's "keys" list, the hottest value there is: the
  * same bytes as wrap_codec + enc_object_key per key (one encode_value
  * each), but gathered in a stack buffer and handed to the packer a few KiB
- * at a time. The constant runs (wrapper, map header, field names) are one
- * memcpy each, and the string lengths are looked up once per distinct
- * interned pointer (the keys of one call share their model and salt).
- * Returns false, having written nothing, when the items are not all
- * non-NULL ObjectKeys or the depth limit is near: the caller then takes
- * the general path, which reports any error.
+ * at a time. A key is three copies: the constant run up to chunk_hash's
+ * bin8 header, the hash, and its tail (model_name to cache_salt), which is
+ * built once and reused while the keys share model, salt, rank and group
+ * (the keys of one call do): writing the tail field by field for every key
+ * was most of a 16-key record's encoding time. Returns false, having
+ * written nothing, when the items are not all non-NULL ObjectKeys or the
+ * depth limit is near: the caller then takes the general path, which
+ * reports any error.
  */
 #define KEYS_BUF 8192
+#define KEY_TAIL_MAX 512
 
 static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, lmc_status *st,
                              lmc_error *err)
@@ -997,31 +1039,36 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
 
     uint8_t buf[KEYS_BUF];
     uint8_t *p = buf;
+    /* The tail, and the fields it was built from (tail_len 0: none yet, or too long). */
+    uint8_t tail[KEY_TAIL_MAX];
+    size_t tail_len = 0;
     const char *model = NULL, *salt = NULL;
-    size_t model_len = 0, salt_len = 0;
+    int64_t rank = 0, group = 0;
     for (size_t i = 0; i < n; i++) {
         const lmc_object_key *k = items[i].u.key;
         const char *m = k->model_name != NULL ? k->model_name : "";
         const char *sa = k->cache_salt != NULL ? k->cache_salt : "";
-        if (m != model) {
+        /* Strings are interned: the same pointers mean the same bytes. */
+        if (m != model || sa != salt || k->kv_rank != rank || k->object_group_id != group) {
             model = m;
-            model_len = strlen(m);
-        }
-        if (sa != salt) {
             salt = sa;
-            salt_len = strlen(sa);
+            rank = k->kv_rank;
+            group = k->object_group_id;
+            size_t model_len = strlen(m), salt_len = strlen(sa);
+            tail_len = model_len + salt_len + KEY_TAIL_FIXED <= sizeof(tail)
+                           ? (size_t)(w_key_tail(tail, k, m, model_len, sa, salt_len) - tail)
+                           : 0;
         }
         size_t hash_len = k->chunk_hash_len;
-        /* Fixed bytes: prefix, 4 names (~48), 2 ints (18), 2 str headers (10). */
-        size_t need = pre_len + 1 + hash_len + model_len + salt_len + 96;
-        if (hash_len > 255)
-            need = SIZE_MAX; /* not a bin8: the general path writes its header */
+        size_t need = pre_len + 1 + hash_len + tail_len;
+        if (tail_len == 0 || hash_len > 255)
+            need = SIZE_MAX; /* long strings, or not a bin8: the general path */
         if (need > (size_t)(buf + sizeof(buf) - p) && p > buf) {
             if (pack_raw(pk, buf, (size_t)(p - buf)) != 0)
                 goto nomem;
             p = buf;
         }
-        if (need > sizeof(buf)) { /* long strings: the general path for this one */
+        if (need > sizeof(buf)) {
             if ((*st = lmc_codec_encode_value(pk, &items[i], err)) != LMC_OK)
                 return true;
             continue;
@@ -1031,14 +1078,8 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         *p++ = (uint8_t)hash_len;
         memcpy(p, lmc_object_key_hash_bytes(k), hash_len);
         p += hash_len;
-        p = W_NAME(p, "model_name");
-        p = w_str(p, model, model_len);
-        p = W_NAME(p, "kv_rank");
-        p = w_int(p, k->kv_rank);
-        p = W_NAME(p, "object_group_id");
-        p = w_int(p, k->object_group_id);
-        p = W_NAME(p, "cache_salt");
-        p = w_str(p, salt, salt_len);
+        memcpy(p, tail, tail_len);
+        p += tail_len;
     }
     if (p > buf && pack_raw(pk, buf, (size_t)(p - buf)) != 0)
         goto nomem;

@@ -1,12 +1,16 @@
 /*
  * recorder.h -- writes captured calls to a .lct file.
  *
- * Owns: the output file, the batch buffer, the deferred header and the
- * drop count (seed section 5; spec/trace-format.md section 5). It is an
- * event-bus subscriber: the TRACE_CALL callback runs on the bus's drain
- * thread, turns a captured call into a Record frame (codecs, then msgpack)
- * and appends it to the batch; batches go to the file in writes of at
- * least 64 KiB under load, and whenever the bus goes idle.
+ * Owns: the output file, the batch buffers (a batch pipe of 4, about
+ * 512 KiB each at most), the writer thread "trace-writer", the deferred
+ * header and the drop count (seed section 5; spec/trace-format.md section
+ * 5). It is an event-bus subscriber: the TRACE_CALL callback runs on the
+ * bus's drain thread, turns a captured call into a Record frame (codecs,
+ * then msgpack) and appends it to the current batch; a batch goes to the
+ * writer thread once it holds 256 KiB, and whenever the bus goes idle, and
+ * the writer writes the batches to the file in order, one write(2) each,
+ * while the drain thread encodes the next. When the writer falls 4 batches
+ * behind, the drain thread waits for it (as it used to wait in write(2)).
  *
  * The header write is deferred: attach_config writes it with the config
  * JSON and digest; otherwise the first record (or close) writes one with
@@ -15,14 +19,21 @@
  *
  * A frame is never split across a failed write: when a write fails or is
  * short, the file is truncated back to the last complete frame and the
- * batch's records are dropped and counted. Unencodable records are dropped
- * and counted too. At close the count is logged, and when it is not zero a
+ * batch's records are dropped and counted (and a header lost that way is
+ * written again, with empty config and digest, in front of the next
+ * batch). Unencodable records are dropped and counted too. At close the count is logged, and when it is not zero a
  * final record with qualname LMC_TRACE_DROPPED_QUALNAME and args
  * {"dropped_count": N} is written (LMCache's reader accepts it as an
  * ordinary record; its replay skips it as an unknown qualname).
  *
- * Threads: the callback runs on the drain thread; attach/close may run on
- * any thread. One mutex guards the file and the buffer.
+ * Threads: the callback runs on the drain thread; attach/write_record/
+ * flush/close may run on any thread. One mutex serialises the encoding
+ * side (the current batch, the header and closed flags); the file belongs
+ * to the writer thread until close joins it (recorder.c has the details).
+ * attach_config, flush and close return only once their bytes are in the
+ * file (or counted as dropped); records and writes count what the writer
+ * has written so far, and every record encoded before close is written,
+ * in order, before close returns.
  */
 #ifndef LMC_TRACE_RECORDER_H
 #define LMC_TRACE_RECORDER_H
@@ -70,7 +81,8 @@ lmc_event_subscriber lmc_trace_recorder_subscriber(lmc_trace_recorder *r);
 /* The bus whose drop count is added to ours (events it could not queue). */
 void lmc_trace_recorder_set_bus(lmc_trace_recorder *r, lmc_event_bus *bus);
 
-/* Send buffered frames to the file now (the bus's idle hook calls this). */
+/* Send buffered frames to the file now, and wait until they are written
+ * (the bus's idle hook calls this). */
 void lmc_trace_recorder_flush(lmc_trace_recorder *r);
 
 /*

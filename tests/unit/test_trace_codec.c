@@ -650,6 +650,64 @@ static void test_layout_wire_form_is_shapes_then_dtype_names(void **state)
                            " a6647479706573 91 ad746f7263682e666c6f61743136");
 }
 
+/* The layout's wire form built piece by piece with msgpack-c's packer. */
+static void reference_layout_bytes(const lmc_layout_desc *d, msgpack_sbuffer *sb)
+{
+    msgpack_sbuffer_init(sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+#define REF_CSTR(s) (msgpack_pack_str(&pk, strlen(s)), msgpack_pack_str_body(&pk, (s), strlen(s)))
+    msgpack_pack_map(&pk, 2);
+    REF_CSTR("__t__");
+    REF_CSTR("MemoryLayoutDesc");
+    REF_CSTR("v");
+    msgpack_pack_map(&pk, 2);
+    REF_CSTR("shapes");
+    msgpack_pack_array(&pk, d->count);
+    for (uint32_t i = 0; i < d->count; i++) {
+        msgpack_pack_array(&pk, d->shapes[i].ndim);
+        for (uint32_t j = 0; j < d->shapes[i].ndim; j++)
+            msgpack_pack_int64(&pk, d->shapes[i].dims[j]);
+    }
+    REF_CSTR("dtypes");
+    msgpack_pack_array(&pk, d->count);
+    for (uint32_t i = 0; i < d->count; i++)
+        REF_CSTR(lmc_dtype_name(d->dtypes[i]));
+#undef REF_CSTR
+}
+
+static void test_layout_bytes_match_msgpack_c_for_every_int_form(void **state)
+{
+    (void)state;
+    static const int64_t dims[] = {0,     1,     127,   128,          255,          256,
+                                   65535, 65536, 70000, 4294967295LL, 4294967296LL, INT64_MAX};
+    enum { NDIMS = sizeof(dims) / sizeof(dims[0]) };
+    for (size_t first = 0; first + LMC_SHAPE_MAX_DIMS - 1 <= NDIMS; first++) {
+        lmc_shape shapes[LMC_LAYOUT_MAX_TENSORS];
+        lmc_dtype dtypes[LMC_LAYOUT_MAX_TENSORS];
+        for (uint32_t i = 0; i < LMC_LAYOUT_MAX_TENSORS; i++) {
+            shapes[i].ndim = 1 + (uint32_t)((first + i) % LMC_SHAPE_MAX_DIMS);
+            /* A 0 in every shape keeps its byte size from overflowing. */
+            for (uint32_t j = 0; j < shapes[i].ndim; j++)
+                shapes[i].dims[j] = j == 0 ? 0 : dims[first + j - 1];
+            dtypes[i] = i % 2 ? LMC_DTYPE_BFLOAT16 : LMC_DTYPE_FLOAT8_E4M3FNUZ;
+        }
+        for (size_t count = 1; count <= LMC_LAYOUT_MAX_TENSORS; count++) {
+            lmc_layout_desc d;
+            assert_int_equal(lmc_layout_desc_make(&d, shapes, count, dtypes, count, NULL), LMC_OK);
+            msgpack_sbuffer want, got;
+            reference_layout_bytes(&d, &want);
+            lmc_tv in = {.kind = LMC_TV_LAYOUT, .u.layout = &d};
+            tt_encode(&in, &got);
+            char *hex = tt_hex(want.data, want.size);
+            tt_assert_hex(got.data, got.size, hex);
+            free(hex);
+            msgpack_sbuffer_destroy(&want);
+            msgpack_sbuffer_destroy(&got);
+        }
+    }
+}
+
 static void test_layout_length_mismatch_is_a_format_error(void **state)
 {
     /* shapes [[1]], dtypes [] */
@@ -1287,6 +1345,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_layout_with_two_shapes_round_trips, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layout_wire_form_is_shapes_then_dtype_names, setup,
                                         teardown),
+        cmocka_unit_test(test_layout_bytes_match_msgpack_c_for_every_int_form),
         cmocka_unit_test_setup_teardown(test_layout_length_mismatch_is_a_format_error, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_torch_size_round_trips, setup, teardown),

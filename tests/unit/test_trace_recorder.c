@@ -14,9 +14,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -497,6 +499,54 @@ static void test_write_errors_are_counted_and_the_process_goes_on(void **state)
     lmc_log_set_level(LMC_LOG_INFO);
 }
 
+/*
+ * A write that fails before anything is in the file takes the header with
+ * it; the next batch goes out with a header (empty config) in front, and
+ * the file reads. The first write is made to fail with a file-size limit
+ * (EFBIG after a short write, SIGXFSZ ignored).
+ */
+static void test_a_header_lost_to_a_failed_write_is_written_again(void **state)
+{
+    fixture *f = *state;
+    struct rlimit old;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    lmc_trace_recorder *r;
+    assert_int_equal(lmc_trace_recorder_open(f->path, "storage", true, &r, NULL), LMC_OK);
+    lmc_trace_arg a = {"x", 1, lmc_tv_int(7)};
+    lmc_log_set_level(LMC_LOG_OFF);
+    struct rlimit small = {.rlim_cur = 100, .rlim_max = old.rlim_max}; /* less than a header */
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    for (int i = 0; i < 2; i++)
+        lmc_trace_recorder_write_record(r, "a.lost", &a, 1, lmc_wall_s(), lmc_mono_s());
+    lmc_trace_recorder_flush(r);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+    assert_int_equal(lmc_trace_recorder_dropped(r), 2);
+    struct stat st;
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal(st.st_size, 0); /* cut back: no half frame */
+    for (int i = 0; i < 3; i++)
+        lmc_trace_recorder_write_record(r, "a.kept", &a, 1, lmc_wall_s(), lmc_mono_s());
+    lmc_trace_recorder_flush(r);
+    lmc_log_set_level(LMC_LOG_INFO);
+    assert_int_equal(lmc_trace_recorder_records(r), 3);
+    lmc_trace_recorder_destroy(r);
+
+    lmc_trace_reader *rd = open_reader(f->path);
+    assert_string_equal(lmc_trace_reader_header(rd)->sm_config_json, "");
+    lmc_trace_record rec;
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+        assert_string_equal(rec.qualname, "a.kept");
+    }
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_OK);
+    assert_string_equal(rec.qualname, LMC_TRACE_DROPPED_QUALNAME);
+    assert_int_equal(arg(&rec, "dropped_count")->u.i, 2);
+    assert_int_equal(lmc_trace_reader_next(rd, &rec), LMC_ERR_EOF);
+    lmc_trace_reader_close(rd);
+}
+
 /* The length of the file and the bytes its frames take, walking the length prefixes. */
 static void file_and_frames(const char *path, off_t *size, off_t *frames, blkcnt_t *blocks)
 {
@@ -715,6 +765,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_queue_overflow_is_counted_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_errors_are_counted_and_the_process_goes_on,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_header_lost_to_a_failed_write_is_written_again,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_file_ends_at_its_last_frame_and_preallocation_is_given_back, setup, teardown),
