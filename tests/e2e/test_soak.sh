@@ -54,14 +54,14 @@ BENCH=(--port "$PORT" --bytes-per-token 16 --json --timeout-ms 60000)
 # Client A: synthetic chats, one after another.
 ( i=0; while [ "$(date +%s)" -lt "$END" ]; do
       i=$((i + 1))
-      "$LMCACHE" bench server "${BENCH[@]}" --users 6 --rounds 3 --seed "$i" > "$T/a.$i.json" 2>/dev/null || echo "a.$i" >> "$T/failed"
+      "$LMCACHE" bench server "${BENCH[@]}" --users 6 --rounds 3 --seed "$i" > "$T/a.$i.json" 2> "$T/a.$i.err" || echo "a.$i" >> "$T/failed"
   done ) &
 A=$!
 # Client B: Mooncake requests, two threads.
 ( i=0; while [ "$(date +%s)" -lt "$END" ]; do
       i=$((i + 1))
       "$LMCACHE" bench server "${BENCH[@]}" --trace "$MOONCAKE" --max-requests 40 --time-scale 0 \
-          --concurrency 2 > "$T/b.$i.json" 2>/dev/null || echo "b.$i" >> "$T/failed"
+          --concurrency 2 > "$T/b.$i.json" 2> "$T/b.$i.err" || echo "b.$i" >> "$T/failed"
   done ) &
 B=$!
 # Client C: killed mid-run, again and again (it vanishes holding lookups).
@@ -101,7 +101,10 @@ wait "$H"; expect "unregister mid-request: every request answered: $(cat "$T/unr
 
 runs=$(ls "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
 [ "$runs" -ge 2 ]; expect "clients completed runs ($runs)" $?
-[ ! -f "$T/failed" ]; expect "every client run exited 0 ($(cat "$T/failed" 2>/dev/null | tr '\n' ' '))" $?
+first_failed=$(head -1 "$T/failed" 2>/dev/null)
+[ ! -f "$T/failed" ]
+rc=$?
+expect "every client run exited 0 ($(cat "$T/failed" 2>/dev/null | tr '\n' ' ')${first_failed:+: $(tail -1 "$T/$first_failed.err")})" $rc
 bad=$(grep -L '"corrupt_chunks": 0' "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
 [ "$bad" = 0 ]; expect "0 corrupt chunks in every run" $?
 requests=$(cat "$T"/a.*.json "$T"/b.*.json 2>/dev/null | sed -n 's/.*"requests": \([0-9]*\),.*/\1/p' | awk '{s += $1} END {print s + 0}')
@@ -118,13 +121,22 @@ expect "no lock is left held after the TTLs ($(sed -n 's/.*"l1_locked_bytes_at_e
 
 "$LMCACHE" trace info "$T/soak.lct" > "$T/info.txt"
 expect "trace info reads the soak trace" $?
+# The event bus drops (and counts, in the trace's dropped_records) what it has no room for
+# when the clients keep both cores busy: each count equals the counter but for records the
+# trace says it dropped, and none is lost without being counted.
+dropped=$(sed -n 's/^  dropped_records: *\([0-9]*\)$/\1/p' "$T/info.txt")
+missing=0
 for op in reserve_write finish_write submit_prefetch_task finish_read_prefetched \
     read_prefetched_results.__enter__ read_prefetched_results.__exit__; do
     want=$(sed -n "s/.*\"$op\": \([0-9]*\).*/\1/p" "$T/counters.json")
     got=$(sed -n "s/^    $P\.$op: \([0-9]*\)$/\1/p" "$T/info.txt")
-    [ "${got:-0}" = "${want:-missing}" ]
-    expect "trace count of $op (${got:-0}) equals the server's counter (${want:-missing})" $?
+    [ -n "$want" ] && [ "${got:-0}" -le "$want" ]
+    expect "trace count of $op (${got:-0}) is the server's counter (${want:-missing}) but for drops" $?
+    missing=$((missing + ${want:-0} - ${got:-0}))
 done
+[ "$missing" -le "${dropped:-0}" ]
+expect "every record the trace lacks is counted as dropped ($missing missing, ${dropped:-0} dropped)" $?
+echo "soak: the trace dropped ${dropped:-0} record(s)"
 records=$(sed -n 's/^  total_records: *\([0-9]*\)$/\1/p' "$T/info.txt")
 
 mkdir -p "$T/replay" "$T/l2r"
