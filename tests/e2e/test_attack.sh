@@ -41,7 +41,7 @@ LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/server.log" --eviction-policy LR
     --session-ttl-s $TTL --message-timeout-s $MSG_TIMEOUT --max-connections $MAX_CONNS \
     --max-cache-salts 2000 --max-sessions $MAX_SESSIONS --l1-read-ttl-seconds 60 \
     --counters-output "$T/counters.json"
-expect "the server starts: $(tail -2 "$T/server.log")" $?
+rc=$?; expect "the server starts: $(tail -2 "$T/server.log")" $rc
 SRV=$SERVER
 
 alive() { "$ATTACK" ping 127.0.0.1 "$PORT"; }
@@ -50,8 +50,9 @@ alive() { "$ATTACK" ping 127.0.0.1 "$PORT"; }
 bench_ok() { # name [bench args...]
     local name=$1
     shift
+    # The warm-up's layout (1024 bytes per token): a key stored with another one cannot be read.
     [ $# -gt 0 ] || set -- --users 4 --rounds 3 --system-len 512 --prompt-len 256 \
-        --bytes-per-token 64 --concurrency 2 --time-scale 0 --json
+        --bytes-per-token 1024 --blocks 2048 --concurrency 2 --time-scale 0 --json
     "$LMCACHE" bench server --port "$PORT" "$@" > "$T/bench-$name.json" 2> "$T/bench-$name.err" &&
         grep -q '"corrupt_chunks": 0' "$T/bench-$name.json" && grep -q '"errors": 0' "$T/bench-$name.json"
 }
@@ -119,12 +120,12 @@ BASE=$(rss_kb "$SRV")
 
 for a in "${ATTACKS[@]}"; do
     "attack_$a" > "$T/attack-$a.out" 2>&1
-    expect "the server resists $a: $(grep -E 'VULNERABLE|FAIL|refusal|the bench' "$T/attack-$a.out" | head -3)" $?
+    rc=$?; expect "the server resists $a: $(grep -E 'VULNERABLE|FAIL|refusal|the bench' "$T/attack-$a.out" | head -3)" $rc
     sed -n 's/^\(attack [a-z0-9-]*: ok.*\)$/  \1/p' "$T/attack-$a.out"
     alive
     expect "the server answers a ping after $a" $?
     bench_ok "$a"
-    expect "a verified bench run after $a: $(tail -2 "$T/bench-$a.err")" $?
+    rc=$?; expect "a verified bench run after $a: $(tail -2 "$T/bench-$a.err")" $rc
 done
 AFTER=$(rss_kb "$SRV")
 
@@ -138,7 +139,7 @@ expect "the log never calls a key write_locked" $?
 
 # The sessions nobody ended have expired (attack_sessions waited); a last run verifies every byte.
 bench_ok final "${BENCH[@]}" --seed 2
-expect "the final bench run: every byte verified, no error: $(tail -2 "$T/bench-final.err")" $?
+rc=$?; expect "the final bench run: every byte verified, no error: $(tail -2 "$T/bench-final.err")" $rc
 sleep 2 # idle: the server gives back what it freed
 END=$(rss_kb "$SRV")
 echo "server RSS: baseline ${BASE} kB, after the attacks ${AFTER} kB, at the end ${END} kB"
@@ -153,7 +154,7 @@ expect "SIGTERM stops the server with status 0" $?
 grep -q '"memcheck_ok": true' "$T/counters.json"
 expect "memcheck is clean at exit" $?
 grep -q '"l1_locked_bytes_at_exit": 0}' "$T/counters.json"
-expect "no L1 lock is left once the sessions ended: $(tr ',' '\n' < "$T/counters.json" 2>/dev/null | grep locked)" $?
+rc=$?; expect "no L1 lock is left once the sessions ended: $(tr ',' '\n' < "$T/counters.json" 2>/dev/null | grep locked)" $rc
 [ ! -e "/dev/shm/$POOL" ]
 expect "the server removed its pool" $?
 
@@ -165,7 +166,7 @@ LMCACHE_LOG_LEVEL=INFO start_server "$PORT" "$T/slow.log" --eviction-policy LRU 
     "{\"type\": \"fault_inject\", \"delay_rate\": 1, \"delay_ms\": 3000, \"inner\": {\"type\": \"fs\", \"base_path\": \"$T/l2\"}}"
 expect "the slow-L2 server starts" $?
 "$ATTACK" slow-l2 127.0.0.1 "$PORT" > "$T/slow.out" 2>&1
-expect "attack slow-l2: $(tail -1 "$T/slow.out")" $?
+rc=$?; expect "attack slow-l2: $(tail -1 "$T/slow.out")" $rc
 cat "$T/slow.out"
 kill -TERM "$SERVER"
 wait "$SERVER"
@@ -180,6 +181,6 @@ kill -TERM "$SERVER"
 wait "$SERVER"
 "$LMCACHE" server --port "$PORT" --l1-size-gb 1048576 --eviction-policy LRU > /dev/null 2> "$T/huge.err"
 [ $? = 2 ] && grep -q 'pass --allow-l1-over-ram' "$T/huge.err"
-expect "an L1 pool above physical memory is refused: $(cat "$T/huge.err")" $?
+rc=$?; expect "an L1 pool above physical memory is refused: $(cat "$T/huge.err")" $rc
 
 e2e_report test_attack

@@ -91,13 +91,13 @@ H=$!
 "$TOOLS/clear_loop" 127.0.0.1 "$PORT" "$SECONDS_TOTAL" 300 > "$T/clear.out" 2>&1 &
 D=$!
 "$TOOLS/send_garbage" 127.0.0.1 "$PORT" 200 > "$T/garbage.out" 2>&1
-expect "garbage gets error replies: $(cat "$T/garbage.out")" $?
+rc=$?; expect "garbage gets error replies: $(cat "$T/garbage.out")" $rc
 wait "$A" "$B" "$C"
-wait "$D"; expect "clear calls succeed: $(cat "$T/clear.out")" $?
-wait "$E"; expect "world size 2: every byte checked, no call failed: $(cat "$T/ws2.out")" $?
-wait "$F"; expect "vanishing connections: $(cat "$T/vanish.out")" $?
-wait "$G"; expect "truncated regions: the server held, what read back was right: $(cat "$T/truncate.out")" $?
-wait "$H"; expect "unregister mid-request: every request answered: $(cat "$T/unregister.out")" $?
+wait "$D"; rc=$?; expect "clear calls succeed: $(cat "$T/clear.out")" $rc
+wait "$E"; rc=$?; expect "world size 2: every byte checked, no call failed: $(cat "$T/ws2.out")" $rc
+wait "$F"; rc=$?; expect "vanishing connections: $(cat "$T/vanish.out")" $rc
+wait "$G"; rc=$?; expect "truncated regions: the server held, what read back was right: $(cat "$T/truncate.out")" $rc
+wait "$H"; rc=$?; expect "unregister mid-request: every request answered: $(cat "$T/unregister.out")" $rc
 
 runs=$(ls "$T"/a.*.json "$T"/b.*.json 2>/dev/null | wc -l)
 [ "$runs" -ge 2 ]; expect "clients completed runs ($runs)" $?
@@ -117,7 +117,7 @@ kill -TERM "$SERVER"
 wait "$SERVER"; expect "the server shuts down cleanly" $?
 grep -q '"memcheck_ok": true' "$T/counters.json"; expect "L1 memcheck is clean" $?
 grep -q '"l1_locked_bytes_at_exit": 0' "$T/counters.json"
-expect "no lock is left held after the TTLs ($(sed -n 's/.*"l1_locked_bytes_at_exit": \([0-9]*\).*/\1/p' "$T/counters.json") bytes)" $?
+rc=$?; expect "no lock is left held after the TTLs ($(sed -n 's/.*"l1_locked_bytes_at_exit": \([0-9]*\).*/\1/p' "$T/counters.json") bytes)" $rc
 
 "$LMCACHE" trace info "$T/soak.lct" > "$T/info.txt"
 expect "trace info reads the soak trace" $?

@@ -383,12 +383,16 @@ static void pack_key(size_t frame, const char *model, int ws, int worker, const 
     lmc_ipc_key_encode(&pk, &k);
 }
 
-/* store or retrieve of tokens [start, end) through blocks first_block... (consecutive). */
-static int64_t send_transfer(conn *c, lmc_op op, int64_t instance, const char *model, int ws,
-                             int worker, const uint32_t *tokens, size_t n, size_t start, size_t end,
-                             int64_t tpb, int64_t first_block)
+/*
+ * store or retrieve of tokens [start, end) through blocks first_block...
+ * (consecutive); rid is the key's request id (a retrieve reads through the
+ * locks of that lookup's session; a store ignores it).
+ */
+static int64_t send_transfer(conn *c, lmc_op op, const char *rid, int64_t instance,
+                             const char *model, int ws, int worker, const uint32_t *tokens,
+                             size_t n, size_t start, size_t end, int64_t tpb, int64_t first_block)
 {
-    pack_key(0, model, ws, worker, tokens, n, start, end, "attack");
+    pack_key(0, model, ws, worker, tokens, n, start, end, rid);
     msgpack_packer pk = P(1);
     msgpack_pack_int64(&pk, instance);
     size_t nb = (end - start) / (size_t)tpb;
@@ -410,13 +414,13 @@ static int64_t send_transfer(conn *c, lmc_op op, int64_t instance, const char *m
 }
 
 /* A synchronous store or retrieve; NULL when it answered (bytes, true), else why not. */
-static const char *transfer(conn *c, lmc_op op, int64_t instance, const char *model, int ws,
-                            int worker, const uint32_t *tokens, size_t n, size_t start, size_t end,
-                            int64_t tpb, int64_t first_block)
+static const char *transfer(conn *c, lmc_op op, const char *rid, int64_t instance,
+                            const char *model, int ws, int worker, const uint32_t *tokens, size_t n,
+                            size_t start, size_t end, int64_t tpb, int64_t first_block)
 {
     static char msg[512];
-    int64_t id =
-        send_transfer(c, op, instance, model, ws, worker, tokens, n, start, end, tpb, first_block);
+    int64_t id = send_transfer(c, op, rid, instance, model, ws, worker, tokens, n, start, end, tpb,
+                               first_block);
     reply r;
     for (;;) {
         if (!recv_reply(c, TIMEOUT_MS, &r))
@@ -901,20 +905,20 @@ static int truncate_round(conn *c, region *r, int64_t instance, const char *mode
     snprintf(rid1, sizeof(rid1), "%s-%u-1", model, seed);
     snprintf(rid2, sizeof(rid2), "%s-%u-2", model, seed);
     fill(r->base, r->bytes, 3);
-    const char *e = transfer(c, LMC_OP_STORE, instance, model, 1, 0, t1, n, 0, n, tpb, 0);
+    const char *e = transfer(c, LMC_OP_STORE, "attack", instance, model, 1, 0, t1, n, 0, n, tpb, 0);
     if (e != NULL)
         fail("FAIL: the first store: %s", e);
     int64_t hits = lookup(c, model, 1, t1, n, rid1);
     if (ftruncate(r->fd, 0) != 0)
         fail("FAIL: ftruncate: %s", strerror(errno));
     int bad = 0;
-    e = transfer(c, LMC_OP_STORE, instance, model, 1, 0, t2, n, 0, n, tpb, 0);
+    e = transfer(c, LMC_OP_STORE, "attack", instance, model, 1, 0, t2, n, 0, n, tpb, 0);
     if (strict) {
         printf("store from a truncated region: %s\n", e ? e : "ok (!)");
         if (e == NULL)
             bad = 1;
     }
-    e = transfer(c, LMC_OP_RETRIEVE, instance, model, 1, 0, t1, n, 0,
+    e = transfer(c, LMC_OP_RETRIEVE, rid1, instance, model, 1, 0, t1, n, 0,
                  (size_t)hits * (size_t)g_chunk, tpb, 2 * bpc);
     if (strict) {
         printf("retrieve into a truncated region: %s\n", e ? e : "ok (!)");
@@ -930,14 +934,14 @@ static int truncate_round(conn *c, region *r, int64_t instance, const char *mode
     if (ftruncate(r->fd, (off_t)r->bytes) != 0)
         fail("FAIL: ftruncate: %s", strerror(errno));
     fill(r->base, r->bytes, 4);
-    e = transfer(c, LMC_OP_STORE, instance, model, 1, 0, t2, n, 0, n, tpb, 0);
+    e = transfer(c, LMC_OP_STORE, "attack", instance, model, 1, 0, t2, n, 0, n, tpb, 0);
     if (e != NULL) {
         printf("FAIL: a store after the region grew back: %s\n", e);
         bad = 1;
     }
     hits = lookup(c, model, 1, t2, n, rid2);
     memset(r->base, 0, r->bytes);
-    e = hits > 0 || strict ? transfer(c, LMC_OP_RETRIEVE, instance, model, 1, 0, t2, n, 0,
+    e = hits > 0 || strict ? transfer(c, LMC_OP_RETRIEVE, rid2, instance, model, 1, 0, t2, n, 0,
                                       (size_t)hits * (size_t)g_chunk, tpb, 0)
                            : NULL;
     end_session(c, rid2);
@@ -987,6 +991,7 @@ static int attack_truncate(void)
     conn c;
     region r;
     truncate_setup(&c, &r);
+    clear_l1(&c); /* room for every chunk (a full L1 skips a store's keys), so all must read back */
     int bad = truncate_round(&c, &r, 7001, "attack-trunc", 1, true);
     truncate_teardown(&c, &r);
     return bad;
@@ -1014,8 +1019,8 @@ static void race_setup(race *x)
         fail("FAIL: register: %s", e);
     x->n = (size_t)(chunks * g_chunk);
     x->prefix = make_tokens(x->n, 100);
-    e = transfer(&x->c, LMC_OP_STORE, 7100, "attack-race", 1, 0, x->prefix, x->n, 0, x->n, x->tpb,
-                 0);
+    e = transfer(&x->c, LMC_OP_STORE, "attack", 7100, "attack-race", 1, 0, x->prefix, x->n, 0, x->n,
+                 x->tpb, 0);
     if (e != NULL)
         fail("FAIL: the first store: %s", e);
 }
@@ -1035,9 +1040,9 @@ static void race_round(race *x, int i)
     char rid[32];
     snprintf(rid, sizeof(rid), "attack-race-%d", i);
     int64_t hits = lookup(c, "attack-race", 1, x->prefix, n, rid);
-    send_transfer(c, LMC_OP_STORE, 7100, "attack-race", 1, 0, t, n, 0, n, tpb, 0);
-    int64_t retrieve = send_transfer(c, LMC_OP_RETRIEVE, 7100, "attack-race", 1, 0, x->prefix, n, 0,
-                                     (size_t)hits * (size_t)g_chunk, tpb, 0);
+    send_transfer(c, LMC_OP_STORE, "attack", 7100, "attack-race", 1, 0, t, n, 0, n, tpb, 0);
+    int64_t retrieve = send_transfer(c, LMC_OP_RETRIEVE, rid, 7100, "attack-race", 1, 0, x->prefix,
+                                     n, 0, (size_t)hits * (size_t)g_chunk, tpb, 0);
     bool retrieved = false;
     pack_instance(7100);
     send_req(c, LMC_OP_UNREGISTER_KV_CACHE, g_payload, 1);
@@ -1045,7 +1050,7 @@ static void race_round(race *x, int i)
     if (i % 2 == 1) {
         pack_register(x->small.name, &x->small, 7100, "attack-race", 1, 0);
         send_req(c, LMC_OP_REGISTER_KV_CACHE, g_payload, 5);
-        send_transfer(c, LMC_OP_STORE, 7100, "attack-race", 1, 0, t, n, 0, n, tpb, 0);
+        send_transfer(c, LMC_OP_STORE, "attack", 7100, "attack-race", 1, 0, t, n, 0, n, tpb, 0);
         sent += 2;
     }
     pack_register(x->big.name, &x->big, 7100, "attack-race", 1, 0);
@@ -1105,13 +1110,15 @@ static int attack_world_size(void)
     size_t one = (size_t)g_chunk;
     uint32_t *x = make_tokens(one, 300);
     fill(a.base, a.bytes, 9);
-    if ((e = transfer(&c, LMC_OP_STORE, 7201, model, 1, 0, x, one, 0, one, tpb, 0)) != NULL)
+    if ((e = transfer(&c, LMC_OP_STORE, "attack", 7201, model, 1, 0, x, one, 0, one, tpb, 0)) !=
+        NULL)
         fail("FAIL: store x: %s", e);
     size_t nn = (size_t)neighbours * one;
     uint32_t *nt = make_tokens(nn, 301);
     for (int64_t k = 0; k < neighbours; k++)
         fill(block_at(&a, k * bpc), (size_t)(bpc * tpb * a.bpt), (uint8_t)(20 + k));
-    if ((e = transfer(&c, LMC_OP_STORE, 7201, model, 1, 0, nt, nn, 0, nn, tpb, 0)) != NULL)
+    if ((e = transfer(&c, LMC_OP_STORE, "attack", 7201, model, 1, 0, nt, nn, 0, nn, tpb, 0)) !=
+        NULL)
         fail("FAIL: store the neighbours: %s", e);
     int64_t hits = lookup(&c, model, 1, nt, nn, "attack-ws-n");
     if (hits != neighbours)
@@ -1122,14 +1129,15 @@ static int attack_world_size(void)
     /* Write: 2 MiB of b into a 16 KiB object (in x's hole, before the neighbours). */
     memset(b.base, 0xee, b.bytes);
     uint32_t *y = make_tokens(one, 302);
-    e = transfer(&c, LMC_OP_STORE, 7202, model, 1, 0, y, one, 0, one, tpb, 0);
+    e = transfer(&c, LMC_OP_STORE, "attack", 7202, model, 1, 0, y, one, 0, one, tpb, 0);
     printf("store through a world-size-2 region with a world-size-1 key: %s\n", e ? e : "ok (!)");
     if (e == NULL)
         bad = 1;
     /* Read: a neighbour's 16 KiB object read out as a 2 MiB chunk. */
     memset(b.base, 0, b.bytes);
     int64_t h1 = lookup(&c, model, 1, nt, one, "attack-ws-r");
-    e = transfer(&c, LMC_OP_RETRIEVE, 7202, model, 1, 0, nt, one, 0, (size_t)h1 * one, tpb, 0);
+    e = transfer(&c, LMC_OP_RETRIEVE, "attack-ws-r", 7202, model, 1, 0, nt, one, 0,
+                 (size_t)h1 * one, tpb, 0);
     printf("retrieve into a world-size-2 region with a world-size-1 key: %s\n", e ? e : "ok (!)");
     if (e != NULL)
         free_lookup_locks(&c, model, 1, nt, one, "attack-ws-r");
@@ -1142,14 +1150,14 @@ static int attack_world_size(void)
         bad = 1;
     }
     /* A rank the region was not registered for. */
-    e = transfer(&c, LMC_OP_STORE, 7202, model, 2, 1, y, one, 0, one, tpb, 0);
+    e = transfer(&c, LMC_OP_STORE, "attack", 7202, model, 2, 1, y, one, 0, one, tpb, 0);
     printf("store with worker id 1 through worker 0's region: %s\n", e ? e : "ok (!)");
     if (e == NULL)
         bad = 1;
 
     /* The neighbours read back intact. */
     memset(a.base, 0, a.bytes);
-    e = transfer(&c, LMC_OP_RETRIEVE, 7201, model, 1, 0, nt, nn, 0, nn, tpb, 0);
+    e = transfer(&c, LMC_OP_RETRIEVE, "attack-ws-n", 7201, model, 1, 0, nt, nn, 0, nn, tpb, 0);
     end_session(&c, "attack-ws-n");
     if (e != NULL)
         fail("FAIL: retrieve the neighbours: %s", e);
@@ -1226,7 +1234,7 @@ static int attack_slots(void)
     }
     reply_free(&rp);
     uint32_t *t = make_tokens((size_t)g_chunk, 400);
-    e = transfer(&c, LMC_OP_STORE, 7400, "attack-squat", 1, 0, t, (size_t)g_chunk, 0,
+    e = transfer(&c, LMC_OP_STORE, "attack", 7400, "attack-squat", 1, 0, t, (size_t)g_chunk, 0,
                  (size_t)g_chunk, 16, 0);
     if (e == NULL) {
         printf("VULNERABLE: another connection stored from the squatter's region\n");
