@@ -203,6 +203,9 @@ bool lmc_sm_memcheck(lmc_storage_manager *sm, char *why, size_t why_len);
 /* L1 bytes in use and pool size. */
 void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total);
 
+/* The read locks held on key now (0 when absent or expired); for tests and audits. */
+uint64_t lmc_sm_l1_read_lock_count(lmc_storage_manager *sm, const lmc_object_key *key);
+
 /*
  * Wait until the store and prefetch controllers are idle (nothing queued
  * or in flight) or timeout_ms passes; true when idle. For replay drains and

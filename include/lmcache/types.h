@@ -37,6 +37,13 @@ extern "C" {
  */
 const char *lmc_intern(const char *s, size_t len);
 
+/*
+ * The canonical copy of s if it is interned already, else NULL; never
+ * inserts. For a caller that bounds what untrusted input may add to the
+ * table (entries are never removed).
+ */
+const char *lmc_intern_find(const char *s, size_t len);
+
 /* ---------------------------------------------------------------------- */
 /* ObjectKey                                                               */
 /* ---------------------------------------------------------------------- */

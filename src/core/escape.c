@@ -40,7 +40,8 @@ static bool invisible(uint32_t cp)
 /* Printable ASCII that these flags leave as it is. */
 static bool plain(unsigned char c, unsigned flags)
 {
-    return c >= 0x20 && c < 0x7f && c != '\\' && !(c == '\'' && (flags & LMC_ESCAPE_SQUOTE)) &&
+    return c >= 0x20 && c < 0x7f && (c != '\\' || (flags & LMC_ESCAPE_KEEP_BACKSLASH)) &&
+           !(c == '\'' && (flags & LMC_ESCAPE_SQUOTE)) &&
            !(c == '"' && (flags & LMC_ESCAPE_DQUOTE)) && !(c == ' ' && (flags & LMC_ESCAPE_SPACE));
 }
 

@@ -33,6 +33,12 @@
 #define LMC_ESCAPE_DQUOTE 0x2u /* escape " as \" */
 #define LMC_ESCAPE_BYTES 0x4u  /* every byte >= 0x80 as \xHH (Python's bytes repr) */
 #define LMC_ESCAPE_SPACE 0x8u  /* ' ' as \x20, so the text stays one whitespace-free token */
+/*
+ * A backslash stays as it is: for a log line, whose messages may hold text
+ * escaped already (a trace's qualname), which must not be escaped twice;
+ * what could forge a line or repaint a terminal is escaped all the same.
+ */
+#define LMC_ESCAPE_KEEP_BACKSLASH 0x10u
 
 /* The most bytes lmc_escape_unit writes for one unit. */
 #define LMC_ESCAPE_UNIT_MAX 8

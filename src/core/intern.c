@@ -41,6 +41,8 @@ typedef struct intern_table {
 
 static _Atomic(intern_table *) g_table;
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+/* One canonical empty string without touching the table. */
+static const char g_empty[1] = "";
 
 static const char *probe(intern_table *t, uint64_t hash, const char *s, size_t len,
                          size_t *free_slot)
@@ -97,12 +99,27 @@ static intern_table *table_ensure_room(intern_table *t)
     return bigger;
 }
 
+const char *lmc_intern_find(const char *s, size_t len)
+{
+    if (len == 0)
+        return g_empty;
+    uint64_t hash = XXH3_64bits(s, len);
+    intern_table *t = atomic_load_explicit(&g_table, memory_order_acquire);
+    const char *hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
+    if (hit != NULL)
+        return hit;
+    /* A miss may race with an insert: the table under the lock is the answer. */
+    pthread_mutex_lock(&g_lock);
+    t = atomic_load_explicit(&g_table, memory_order_relaxed);
+    hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
+    pthread_mutex_unlock(&g_lock);
+    return hit;
+}
+
 const char *lmc_intern(const char *s, size_t len)
 {
-    /* One canonical empty string without touching the table. */
-    static const char empty[1] = "";
     if (len == 0)
-        return empty;
+        return g_empty;
 
     uint64_t hash = XXH3_64bits(s, len);
     intern_table *t = atomic_load_explicit(&g_table, memory_order_acquire);

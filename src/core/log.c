@@ -2,7 +2,10 @@
  * log.c -- leveled logging to stderr (see log.h).
  *
  * The level and the sink are process-wide. The level is an atomic so that
- * the hot-path check in lmc_log_enabled is one relaxed load.
+ * the hot-path check in lmc_log_enabled is one relaxed load. Every message
+ * goes through core/escape.h before it is written or handed to a sink:
+ * messages carry client strings, and a newline in one must not start a
+ * forged line.
  */
 #include "core/log.h"
 
@@ -16,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "core/escape.h"
 #include "core/names.h"
 
 static atomic_int g_level = -1; /* -1: not read from the environment yet */
@@ -105,8 +109,10 @@ void lmc_logv(lmc_log_level level, const char *component, const char *fmt, va_li
 {
     if (!lmc_log_enabled(level) || level >= LMC_LOG_OFF)
         return;
-    char msg[2048];
-    vsnprintf(msg, sizeof(msg), fmt, ap);
+    char raw[2048], msg[2048];
+    vsnprintf(raw, sizeof(raw), fmt, ap);
+    /* Messages carry client strings (model names, ids): one line each, whatever they hold. */
+    lmc_escape(raw, strlen(raw), LMC_ESCAPE_KEEP_BACKSLASH, msg, sizeof(msg));
 
     pthread_mutex_lock(&g_sink_lock);
     lmc_log_sink sink = g_sink;

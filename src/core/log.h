@@ -38,8 +38,7 @@ const char *lmc_log_level_name(lmc_log_level level);
  * A sink receives every message at or above the level instead of stderr
  * (the message has no timestamp and no newline). NULL restores stderr.
  */
-typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const char *msg,
-                             void *ud);
+typedef void (*lmc_log_sink)(lmc_log_level level, const char *component, const char *msg, void *ud);
 void lmc_log_set_sink(lmc_log_sink sink, void *ud);
 
 /*

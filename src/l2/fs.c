@@ -45,6 +45,9 @@ typedef struct fs_adapter {
     char *base_path; /* no trailing '/' */
     char *tmp_dir;   /* base_path/relative_tmp_dir, or NULL: tmp files sit beside the data */
     char *relative_tmp_dir;
+    /* Every file is opened relative to these, never through a symlink (O_NOFOLLOW). */
+    int base_fd;
+    int tmp_fd;         /* base_fd when tmp files sit beside the data */
     int64_t read_ahead; /* 0 = read in one go */
     bool use_odirect;
     bool recover_on_start;
@@ -65,18 +68,95 @@ static atomic_uint g_instances; /* numbers the worker threads: l2-fs-0, l2-fs-1,
 /* Names                                                                */
 /* ------------------------------------------------------------------ */
 
+/*
+ * Model names in file names. LMCache writes "/" as "-SEP-", which a model
+ * name may itself contain ("a/b" and "a-SEP-b" would share files). Here a
+ * name whose LMCache spelling reads back as itself -- no '%', no control
+ * byte, no "-SEP-" a reader would take for a '/' -- keeps that spelling
+ * (the files of such models are LMCache's); any other is percent-encoded
+ * ('%', '/', control bytes, and the '-' that starts a literal "-SEP-", as
+ * %XX), which always puts a '%' in it. A reader decodes a model part with a
+ * '%' by percent-decoding alone and one without by LMCache's rule, so the
+ * two forms never meet and every model has a file name of its own.
+ */
+#define SEP "-SEP-"
+
+static bool model_byte_plain(unsigned char c)
+{
+    return c != '%' && c != '/' && c >= 0x20 && c != 0x7f;
+}
+
+/* LMCache's spelling of model, into out (5 * LMC_MODEL_NAME_MAX + 1 bytes); its length. */
+static size_t sep_form(const char *model, char *out)
+{
+    size_t n = 0;
+    for (const char *p = model; *p != '\0'; p++) {
+        if (*p == '/') {
+            memcpy(out + n, SEP, 5);
+            n += 5;
+        } else {
+            out[n++] = *p;
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* LMCache's reading: "-SEP-" as '/', left to right; n bytes of in into out (n + 1 bytes). */
+static size_t sep_decode(const char *in, size_t n, char *out)
+{
+    size_t m = 0;
+    for (size_t i = 0; i < n;) {
+        if (n - i >= 5 && memcmp(in + i, SEP, 5) == 0) {
+            out[m++] = '/';
+            i += 5;
+        } else {
+            out[m++] = in[i++];
+        }
+    }
+    out[m] = '\0';
+    return m;
+}
+
+/* Whether LMCache's spelling of model is unambiguous (see above). */
+static bool sep_form_ok(const char *model)
+{
+    size_t ml = strlen(model);
+    if (ml > LMC_MODEL_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < ml; i++)
+        if (!model_byte_plain((unsigned char)model[i]) && model[i] != '/')
+            return false;
+    char enc[5 * LMC_MODEL_NAME_MAX + 1], dec[5 * LMC_MODEL_NAME_MAX + 1];
+    size_t el = sep_form(model, enc);
+    return sep_decode(enc, el, dec) == ml && memcmp(dec, model, ml) == 0;
+}
+
+static void put_model(lmc_fixbuf *o, const char *model)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    if (sep_form_ok(model)) {
+        for (const char *p = model; *p != '\0'; p++)
+            lmc_fixbuf_append(o, *p == '/' ? SEP : p, *p == '/' ? 5 : 1);
+        return;
+    }
+    for (const char *p = model; *p != '\0'; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (model_byte_plain(c) && strncmp(p, SEP, 5) != 0) {
+            lmc_fixbuf_append(o, p, 1);
+        } else {
+            char esc[3] = {'%', hex[c >> 4], hex[c & 0xF]};
+            lmc_fixbuf_append(o, esc, 3);
+        }
+    }
+}
+
 size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     lmc_fixbuf o = LMC_FIXBUF(buf, len);
     char num[40];
-    const char *model = key->model_name != NULL ? key->model_name : "";
-    for (const char *p = model; *p != '\0'; p++) {
-        if (*p == '/')
-            lmc_fixbuf_append(&o, "-SEP-", 5);
-        else
-            lmc_fixbuf_append(&o, p, 1);
-    }
+    put_model(&o, key->model_name != NULL ? key->model_name : "");
     /* Python's f"{kv_rank:08x}": the sign counts toward the width. */
     if (key->kv_rank < 0)
         snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
@@ -105,6 +185,12 @@ static int hex_value(char c)
     if (c >= 'a' && c <= 'f')
         return c - 'a' + 10;
     return -1;
+}
+
+/* A %XX digit: either case (the canonical check keeps only put_model's upper case). */
+static int hex_digit(char c)
+{
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : hex_value(c);
 }
 
 /* 1..16 hex digits into *out. */
@@ -146,17 +232,28 @@ bool lmc_l2_fs_parse_name(const char *name, lmc_object_key *out)
     if (np != 4 && np != 5)
         return false;
 
+    /* The two spellings of put_model: percent-encoded when it holds a '%'. */
     char model[4096];
     size_t mlen = 0;
-    for (size_t i = 0; i < lens[0];) {
-        if (lens[0] - i >= 5 && memcmp(parts[0] + i, "-SEP-", 5) == 0) {
-            model[mlen++] = '/';
-            i += 5;
-        } else {
-            model[mlen++] = parts[0][i++];
+    if (memchr(parts[0], '%', lens[0]) != NULL) {
+        for (size_t i = 0; i < lens[0];) {
+            int hi, lo;
+            if (parts[0][i] != '%') {
+                model[mlen++] = parts[0][i++];
+            } else if (lens[0] - i >= 3 && (hi = hex_digit(parts[0][i + 1])) >= 0 &&
+                       (lo = hex_digit(parts[0][i + 2])) >= 0) {
+                model[mlen++] = (char)(hi << 4 | lo);
+                i += 3;
+            } else {
+                return false;
+            }
         }
+        model[mlen] = '\0';
+        if (strlen(model) != mlen)
+            return false; /* an encoded NUL */
+    } else {
+        mlen = sep_decode(parts[0], lens[0], model);
     }
-    model[mlen] = '\0';
 
     const char *r = parts[1];
     size_t rlen = lens[1];
@@ -195,22 +292,36 @@ bool lmc_l2_fs_parse_name(const char *name, lmc_object_key *out)
     return true;
 }
 
-/* The final path of key, or with tmp its temporary path. False when it does not fit. */
-static bool key_path(const fs_adapter *fs, const lmc_object_key *key, bool tmp, char *buf,
+/*
+ * The file name of key in base_fd, or with tmp its temporary name in
+ * tmp_fd. False when it does not fit in a file name.
+ */
+static bool key_file(const fs_adapter *fs, const lmc_object_key *key, bool tmp, char *buf,
                      size_t len)
 {
-    char name[NAME_MAX + 8];
+    char name[NAME_MAX + 1];
     size_t n = lmc_l2_fs_key_name(key, name, sizeof(name));
     if (n >= sizeof(name))
         return false;
     int w;
-    if (!tmp)
-        w = snprintf(buf, len, "%s/%s", fs->base_path, name);
-    else if (fs->tmp_dir != NULL)
-        w = snprintf(buf, len, "%s/%s", fs->tmp_dir, name);
+    if (!tmp || fs->tmp_dir != NULL)
+        w = snprintf(buf, len, "%s", name);
     else
-        w = snprintf(buf, len, "%s/%.*s.tmp", fs->base_path, (int)(n - 5), name);
-    return w >= 0 && (size_t)w < len;
+        w = snprintf(buf, len, "%.*s.tmp", (int)(n - 5), name);
+    return w >= 0 && (size_t)w < len && (size_t)w <= NAME_MAX;
+}
+
+/* For messages: the path a name stands for. */
+static const char *path_of(const fs_adapter *fs, bool tmp, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", tmp && fs->tmp_dir != NULL ? fs->tmp_dir : fs->base_path, name);
+    return buf;
+}
+
+/* A regular file (not a link, a FIFO or a directory) named name in dir. */
+static bool regular_at(int dir, const char *name, struct stat *st)
+{
+    return fstatat(dir, name, st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st->st_mode);
 }
 
 /* ------------------------------------------------------------------ */
@@ -230,12 +341,16 @@ static bool direct_ok(fs_adapter *fs, const lmc_memory_obj *obj)
     return aligned;
 }
 
-/* open(2), retrying without O_DIRECT where the filesystem refuses it (tmpfs). */
-static int open_maybe_direct(const char *path, int flags, bool direct)
+/*
+ * openat(2) that never follows a symlink, retrying without O_DIRECT where
+ * the filesystem refuses it (tmpfs). Files are the server user's alone.
+ */
+static int open_maybe_direct(int dir, const char *name, int flags, bool direct)
 {
-    int fd = open(path, flags | (direct ? O_DIRECT : 0), 0644);
+    flags |= O_NOFOLLOW | O_CLOEXEC;
+    int fd = openat(dir, name, flags | (direct ? O_DIRECT : 0), 0600);
     if (fd < 0 && direct && errno == EINVAL)
-        fd = open(path, flags, 0644);
+        fd = openat(dir, name, flags, 0600);
     return fd;
 }
 
@@ -262,26 +377,33 @@ static int write_all(int fd, const uint8_t *p, size_t n)
 /* tmp file then rename onto final; 0 or an errno (the tmp file is removed on failure). */
 static int write_file(fs_adapter *fs, const char *tmp, const char *final, const lmc_memory_obj *obj)
 {
-    int fd = open_maybe_direct(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, direct_ok(fs, obj));
+    int fd = open_maybe_direct(fs->tmp_fd, tmp, O_WRONLY | O_CREAT | O_TRUNC, direct_ok(fs, obj));
     if (fd < 0)
         return errno;
     int e = write_all(fd, obj->data, obj->size);
     if (close(fd) != 0 && e == 0)
         e = errno;
-    if (e == 0 && rename(tmp, final) != 0)
+    /* rename replaces whatever sits at final, a link included, without following it. */
+    if (e == 0 && renameat(fs->tmp_fd, tmp, fs->base_fd, final) != 0)
         e = errno;
     if (e != 0)
-        unlink(tmp);
+        unlinkat(fs->tmp_fd, tmp, 0);
     return e;
 }
 
 /* Fill obj from the file; true only when it was filled completely. */
-static bool read_file(fs_adapter *fs, const char *path, const lmc_memory_obj *obj)
+static bool read_file(fs_adapter *fs, const char *name, const lmc_memory_obj *obj)
 {
     bool direct = direct_ok(fs, obj);
-    int fd = open_maybe_direct(path, O_RDONLY | O_CLOEXEC, direct);
+    /* O_NONBLOCK: a FIFO planted under the name must not park the worker in open. */
+    int fd = open_maybe_direct(fs->base_fd, name, O_RDONLY | O_NONBLOCK, direct);
     if (fd < 0)
         return false;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return false;
+    }
     uint64_t done = 0;
     /* The first read asks for read_ahead bytes only (not with O_DIRECT: it needs aligned sizes). */
     uint64_t want = fs->read_ahead > 0 && !direct && (uint64_t)fs->read_ahead < obj->size
@@ -311,7 +433,7 @@ static bool read_file(fs_adapter *fs, const char *path, const lmc_memory_obj *ob
 static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 {
     fs_adapter *fs = ud;
-    char path[PATH_MAX], tmp[PATH_MAX];
+    char path[NAME_MAX + 1], tmp[NAME_MAX + 1], shown[PATH_MAX];
     bool failed = false;
     uint64_t written = 0;
     size_t nn = 0;
@@ -322,8 +444,8 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
         }
         lmc_object_key key = t->keys[i];
         const lmc_memory_obj *obj = &t->objs[i];
-        if (!key_path(fs, &key, false, path, sizeof(path)) ||
-            !key_path(fs, &key, true, tmp, sizeof(tmp))) {
+        if (!key_file(fs, &key, false, path, sizeof(path)) ||
+            !key_file(fs, &key, true, tmp, sizeof(tmp))) {
             char name[256];
             lmc_object_key_format(&key, name, sizeof(name));
             LMC_WARN(COMPONENT, "store of %s: file name too long", name);
@@ -332,12 +454,13 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
         }
         /* Anything but a regular file (a directory, say) is not data: writing over it fails. */
         struct stat st;
-        bool exists = stat(path, &st) == 0 && S_ISREG(st.st_mode);
+        bool exists = regular_at(fs->base_fd, path, &st);
         uint64_t size = exists ? (uint64_t)st.st_size : obj->size;
         if (!exists) {
             int e = write_file(fs, tmp, path, obj);
             if (e != 0) {
-                LMC_WARN(COMPONENT, "store to '%s' failed: %s", path, strerror(e));
+                LMC_WARN(COMPONENT, "store to '%s' failed: %s",
+                         path_of(fs, false, path, shown, sizeof(shown)), strerror(e));
                 failed = true;
                 continue;
             }
@@ -356,7 +479,8 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
             pthread_mutex_unlock(&fs->lock);
             report = !tracked && ps == LMC_OK;
             if (ps != LMC_OK)
-                LMC_ERROR(COMPONENT, "store to '%s': not tracked (out of memory)", path);
+                LMC_ERROR(COMPONENT, "store to '%s': not tracked (out of memory)",
+                          path_of(fs, false, path, shown, sizeof(shown)));
         }
         if (report) {
             t->keys[nn] = key; /* nn <= i: only keys already handled are overwritten */
@@ -373,11 +497,11 @@ static bool run_store(void *ud, size_t index, lmc_l2_task *t)
 static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
     fs_adapter *fs = ud;
-    char path[PATH_MAX];
+    char name[NAME_MAX + 1];
     struct stat st;
     for (size_t i = 0; i < t->n; i++) {
-        if (key_path(fs, &t->keys[i], false, path, sizeof(path)) && stat(path, &st) == 0 &&
-            S_ISREG(st.st_mode))
+        if (key_file(fs, &t->keys[i], false, name, sizeof(name)) &&
+            regular_at(fs->base_fd, name, &st))
             lmc_bitmap_set(&t->bitmap, i);
     }
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
@@ -391,13 +515,13 @@ static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
     fs_adapter *fs = ud;
-    char path[PATH_MAX];
+    char name[NAME_MAX + 1];
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (lmc_l2_workers_stopping(fs->workers))
             break;
-        if (!key_path(fs, &t->keys[i], false, path, sizeof(path)) ||
-            !read_file(fs, path, &t->objs[i]))
+        if (!key_file(fs, &t->keys[i], false, name, sizeof(name)) ||
+            !read_file(fs, name, &t->objs[i]))
             continue;
         lmc_bitmap_set(&t->bitmap, i);
         t->keys[nn++] = t->keys[i];
@@ -452,15 +576,18 @@ static void fs_delete_keys(void *impl, const lmc_object_key *keys, size_t n)
     pthread_mutex_unlock(&fs->lock);
 
     size_t d = 0;
-    char path[PATH_MAX];
+    char name[NAME_MAX + 1], path[PATH_MAX];
     for (size_t i = 0; i < m; i++) {
-        if (!key_path(fs, &victims[i], false, path, sizeof(path)))
+        if (!key_file(fs, &victims[i], false, name, sizeof(name)))
             continue;
+        path_of(fs, false, name, path, sizeof(path));
         if (fs->capacity == 0) {
             struct stat st;
-            sizes[i] = lstat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+            sizes[i] = fstatat(fs->base_fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0
+                           ? (uint64_t)st.st_size
+                           : 0;
         }
-        if (unlink(path) != 0 && errno != ENOENT) {
+        if (unlinkat(fs->base_fd, name, 0) != 0 && errno != ENOENT) {
             LMC_WARN(COMPONENT, "delete of '%s' failed: %s", path, strerror(errno));
             if (fs->capacity > 0) {
                 pthread_mutex_lock(&fs->lock);
@@ -539,9 +666,9 @@ static void fs_report_status(void *impl, lmc_json *status)
 /* Config, create, destroy                                              */
 /* ------------------------------------------------------------------ */
 
-static const char *const g_fields[] = {"base_path",   "relative_tmp_dir", "read_ahead_size",
-                                       "use_odirect", "max_capacity_gb",  "recover_on_start",
-                                       NULL};
+static const char *const g_fields[] = {
+    "base_path",       "relative_tmp_dir", "read_ahead_size",        "use_odirect",
+    "max_capacity_gb", "recover_on_start", "allow_shared_base_path", NULL};
 
 /* Relative, and no ".." component that could climb out of base_path. */
 static bool tmp_dir_ok(const char *p)
@@ -582,10 +709,12 @@ static lmc_status fs_check_config(const lmc_json *cfg, lmc_error *err)
         st = lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &d, err);
     if (st == LMC_OK)
         st = lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &b, err);
+    if (st == LMC_OK)
+        st = lmc_l2_config_bool(cfg, TYPE, "allow_shared_base_path", false, &b, err);
     return st;
 }
 
-/* mkdir -p; 0 or an errno. */
+/* mkdir -p (new directories are the user's alone); 0 or an errno. */
 static int make_dirs(const char *path)
 {
     char buf[PATH_MAX];
@@ -598,7 +727,7 @@ static int make_dirs(const char *path)
             continue;
         char saved = buf[i];
         buf[i] = '\0';
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
             return errno;
         buf[i] = saved;
     }
@@ -611,8 +740,11 @@ static int make_dirs(const char *path)
 /* Account the files a previous run left; unparsable names and non-files are ignored. */
 static void recover(fs_adapter *fs)
 {
-    DIR *dir = opendir(fs->base_path);
+    int dfd = openat(fs->base_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
     if (dir == NULL) {
+        if (dfd >= 0)
+            close(dfd);
         LMC_WARN(COMPONENT, "recovery: cannot open '%s': %s", fs->base_path, strerror(errno));
         return;
     }
@@ -731,6 +863,10 @@ lmc_status lmc_l2_fs_scan(const lmc_json *cfg, bool remove, lmc_l2_fs_objects *o
 
 static void fs_free(fs_adapter *fs)
 {
+    if (fs->tmp_fd >= 0 && fs->tmp_fd != fs->base_fd)
+        close(fs->tmp_fd);
+    if (fs->base_fd >= 0)
+        close(fs->base_fd);
     lmc_keymap_destroy(fs->locks);
     lmc_keymap_destroy(fs->sizes);
     lmc_keyvec_free(&fs->recovered);
@@ -739,6 +875,72 @@ static void fs_free(fs_adapter *fs)
     free(fs->relative_tmp_dir);
     pthread_mutex_destroy(&fs->lock);
     free(fs);
+}
+
+/*
+ * A directory the adapter may keep KV data in: this user's and writable by
+ * no one else, unless allow_shared_base_path says the operator shares it
+ * on purpose. Another user who can write there could plant links or
+ * files that the server would serve as some model's KV data.
+ */
+static lmc_status check_dir(int fd, const char *what, const char *path, bool shared, lmc_error *err)
+{
+    struct stat st;
+    if (fstat(fd, &st) != 0)
+        return lmc_error_set(err, LMC_ERR_IO, "--l2-adapter: type 'fs': cannot stat %s '%s': %s",
+                             what, path, strerror(errno));
+    if (shared)
+        return LMC_OK;
+    if (st.st_uid != geteuid())
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: type 'fs': %s '%s' belongs to uid %u, not this user "
+                             "(uid %u); use a directory of your own, or set "
+                             "\"allow_shared_base_path\": true if it is shared on purpose",
+                             what, path, (unsigned)st.st_uid, (unsigned)geteuid());
+    if ((st.st_mode & (S_IWGRP | S_IWOTH)) != 0)
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "--l2-adapter: type 'fs': %s '%s' is writable by group or others "
+                             "(mode %03o); chmod go-w it, or set \"allow_shared_base_path\": "
+                             "true if it is shared on purpose",
+                             what, path, (unsigned)(st.st_mode & 0777));
+    return LMC_OK;
+}
+
+/*
+ * relative_tmp_dir under base_fd, one component at a time, created where
+ * missing and never through a symlink. -1 with errno on failure.
+ */
+static int open_tmp_dir(int base_fd, const char *rel)
+{
+    int fd = dup(base_fd);
+    for (const char *c = rel; fd >= 0 && *c != '\0';) {
+        size_t n = strcspn(c, "/");
+        if (n > 0 && !(n == 1 && c[0] == '.')) {
+            char comp[NAME_MAX + 1];
+            if (n > NAME_MAX) {
+                close(fd);
+                errno = ENAMETOOLONG;
+                return -1;
+            }
+            memcpy(comp, c, n);
+            comp[n] = '\0';
+            if (mkdirat(fd, comp, 0700) != 0 && errno != EEXIST) {
+                int e = errno;
+                close(fd);
+                errno = e;
+                return -1;
+            }
+            int next = openat(fd, comp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            int e = errno;
+            close(fd);
+            errno = e;
+            fd = next;
+        }
+        c += n;
+        if (*c == '/')
+            c++;
+    }
+    return fd;
 }
 
 static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **impl, lmc_error *err)
@@ -750,6 +952,8 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     if (fs == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "--l2-adapter: type 'fs': out of memory");
     fs->base = base;
+    fs->base_fd = fs->tmp_fd = -1;
+    bool shared = false;
     pthread_mutex_init(&fs->lock, NULL);
     /* The config was validated by the base, so the reads below cannot fail. */
     lmc_l2_config_string(cfg, TYPE, "base_path", true, &base_path, NULL);
@@ -758,6 +962,7 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     lmc_l2_config_bool(cfg, TYPE, "use_odirect", false, &fs->use_odirect, NULL);
     lmc_l2_config_number(cfg, TYPE, "max_capacity_gb", false, 0.0, false, 0.0, &gb, NULL);
     lmc_l2_config_bool(cfg, TYPE, "recover_on_start", true, &fs->recover_on_start, NULL);
+    lmc_l2_config_bool(cfg, TYPE, "allow_shared_base_path", false, &shared, NULL);
     /* Clamped: converting a double beyond the range of uint64_t is undefined. */
     fs->capacity = gb * GIB >= 18446744073709549568.0 ? UINT64_MAX : (uint64_t)(gb * GIB);
 
@@ -770,12 +975,18 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
     while (len > 1 && fs->base_path[len - 1] == '/')
         fs->base_path[--len] = '\0';
     int e = make_dirs(fs->base_path);
+    /* base_path itself may be a link the operator made; nothing inside it is followed. */
+    if (e == 0 && (fs->base_fd = open(fs->base_path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+        e = errno;
     if (e != 0) {
         st = lmc_error_set(err, LMC_ERR_IO,
                            "--l2-adapter: type 'fs': cannot create base_path '%s': %s",
                            fs->base_path, strerror(e));
         goto fail;
     }
+    if ((st = check_dir(fs->base_fd, "base_path", fs->base_path, shared, err)) != LMC_OK)
+        goto fail;
+    fs->tmp_fd = fs->base_fd;
     if (rel != NULL) {
         fs->relative_tmp_dir = strdup(rel);
         if (fs->relative_tmp_dir == NULL ||
@@ -786,12 +997,16 @@ static lmc_status fs_create(lmc_l2_adapter *base, const lmc_json *cfg, void **im
         size_t tlen = strlen(fs->tmp_dir);
         while (tlen > 1 && fs->tmp_dir[tlen - 1] == '/')
             fs->tmp_dir[--tlen] = '\0';
-        if ((e = make_dirs(fs->tmp_dir)) != 0) {
+        if ((fs->tmp_fd = open_tmp_dir(fs->base_fd, rel)) < 0) {
+            e = errno;
             st = lmc_error_set(err, LMC_ERR_IO,
-                               "--l2-adapter: type 'fs': cannot create relative_tmp_dir '%s': %s",
-                               fs->tmp_dir, strerror(e));
+                               "--l2-adapter: type 'fs': cannot create relative_tmp_dir '%s': %s%s",
+                               fs->tmp_dir, strerror(e),
+                               e == ELOOP || e == ENOTDIR ? " (a symlink is not followed)" : "");
             goto fail;
         }
+        if ((st = check_dir(fs->tmp_fd, "relative_tmp_dir", fs->tmp_dir, shared, err)) != LMC_OK)
+            goto fail;
     }
 
     lmc_l2_adapter_set_capacity(base, fs->capacity);
@@ -836,7 +1051,7 @@ const lmc_l2_adapter_ops lmc_l2_fs_ops = {
     .type = TYPE,
     .help = "one file per key under base_path: {\"type\": \"fs\", \"base_path\": DIR, "
             "\"max_capacity_gb\": N, \"relative_tmp_dir\": DIR, \"use_odirect\": BOOL, "
-            "\"read_ahead_size\": N, \"recover_on_start\": BOOL}",
+            "\"read_ahead_size\": N, \"recover_on_start\": BOOL, \"allow_shared_base_path\": BOOL}",
     .check_config = fs_check_config,
     .create = fs_create,
     .submit = fs_submit,

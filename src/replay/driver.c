@@ -227,7 +227,8 @@ lmc_status lmc_replay_run(const lmc_sm_config *cfg, const char *path,
     bool zero_fill = cfg->n_l2_adapters > 0;
     lmc_replay_ctx_set_zero_fill(ctx, zero_fill);
     if (mode == LMC_REPLAY_MODE_ENGINE) {
-        st = lmc_replay_engine_create(ctx, res->stats, zero_fill, &engine, err);
+        st = lmc_replay_engine_create(ctx, res->stats, zero_fill, cfg->read_ttl_seconds * 1000,
+                                      &engine, err);
         if (st != LMC_OK)
             goto out;
     }

@@ -95,7 +95,7 @@ static void observe(void *ud, const char *request_id, const lmc_prefetch_handle 
 }
 
 lmc_status lmc_replay_engine_create(lmc_replay_ctx *ctx, lmc_replay_stats *stats, bool zero_fill,
-                                    lmc_replay_engine **out, lmc_error *err)
+                                    uint64_t read_ttl_ms, lmc_replay_engine **out, lmc_error *err)
 {
     lmc_replay_engine *m = calloc(1, sizeof(*m));
     if (m == NULL)
@@ -105,10 +105,17 @@ lmc_status lmc_replay_engine_create(lmc_replay_ctx *ctx, lmc_replay_stats *stats
     m->stats = stats;
     m->zero_fill = zero_fill;
     m->zero = (lmc_kv_copy){.to_object = zero_object};
-    /* Lookups come as keys, so the chunk size (for token hashing) is the server's default. */
+    /*
+     * Lookups come as keys, so the chunk size (for token hashing) is the
+     * server's default. The recording's server had no limits on sessions
+     * (LMCache has none): the requests overlap as they did, unrefused.
+     */
     lmc_server_config sc;
     lmc_server_config_init(&sc);
-    lmc_status st = lmc_engine_create(m->sm, sc.chunk_size, &m->engine, err);
+    lmc_server_limits limits = sc.limits;
+    limits.max_sessions = SIZE_MAX;
+    limits.max_session_keys = SIZE_MAX;
+    lmc_status st = lmc_engine_create(m->sm, sc.chunk_size, &limits, read_ttl_ms, &m->engine, err);
     lmc_server_config_free(&sc);
     if (st != LMC_OK) {
         free(m);
@@ -125,7 +132,7 @@ void lmc_replay_engine_destroy(lmc_replay_engine *m)
     if (m == NULL)
         return;
     /* The context is gone by now (it gave up on what waited): m->ctx is not touched. */
-    /* Sessions still open are the engine's to free (their locks expire by their TTL). */
+    /* Sessions still open are the engine's: it releases what they hold and frees them. */
     lmc_engine_destroy(m->engine);
     for (size_t i = 0; i < m->cap; i++)
         lmc_keyvec_free(&m->reqs[i].keys);
@@ -182,7 +189,8 @@ static void retrieve(lmc_replay_engine *m, request *r, size_t hit)
             bool ok = false;
             lmc_error err;
             uint64_t t0 = lmc_mono_ns();
-            lmc_status st = lmc_engine_retrieve(m->engine, m->rank.keys, n, NULL, &ok, &err);
+            lmc_status st = lmc_engine_retrieve(m->engine, r->id, m->rank.keys, n, 0, (int64_t)rank,
+                                                NULL, &ok, &err);
             lmc_replay_stats_record(m->stats, Q_RETRIEVE, seconds_since(t0), st != LMC_OK);
             o->v[ok ? LMC_OC_SUBMIT_PREFETCH_read : LMC_OC_SUBMIT_PREFETCH_read_failed] +=
                 (uint32_t)n;
@@ -378,14 +386,10 @@ static lmc_status serve_lookup(lmc_replay_ctx *ctx, const lmc_trace_record *rec,
     r->extra_count = extra;
     r->layout = *layout;
     lmc_replay_outcome_begin(&r->outcome, LMC_TRACE_OP_SUBMIT_PREFETCH, keys, n);
-    /* The session takes its own copy of the keys: the request keeps r->keys for its reads. */
-    lmc_object_key *session_keys = malloc((n ? n : 1) * sizeof(*session_keys));
-    if (session_keys == NULL)
-        return lmc_error_set(err, LMC_ERR_NOMEM, "engine mode: out of memory for %zu keys", n);
-    memcpy(session_keys, keys, n * sizeof(*keys));
+    /* The session copies the keys: the request keeps r->keys for its reads. */
     m->current = r;
-    st = lmc_engine_lookup_keys(m->engine, r->id, (int64_t)ws, NULL, r->n_chunks, session_keys,
-                                layout, extra, err);
+    st = lmc_engine_lookup_keys(m->engine, r->id, (int64_t)ws, r->n_chunks, keys, layout, extra,
+                                err);
     m->current = NULL;
     if (st != LMC_OK)
         return lmc_error_prefix(err, "%s", rec->qualname);

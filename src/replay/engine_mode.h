@@ -44,6 +44,7 @@
 #define LMC_REPLAY_ENGINE_MODE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lmcache/status.h"
 #include "replay/dispatch.h"
@@ -56,11 +57,13 @@ typedef struct lmc_replay_engine lmc_replay_engine;
  * abandon serve and give up the waiting requests; the mode's handlers reach
  * it through the context). stats is borrowed. zero_fill: stored objects
  * are zero-filled (the trace carries no KV bytes; only an L2 adapter can
- * see them). Destroy it after the context (which abandons what still
- * waits, through the hook); destroy does not touch the context.
+ * see them). read_ttl_ms is the StorageManager's L1 read-lock TTL (the
+ * sessions' lock accounting needs it, sessions.h). Destroy it after the
+ * context (which abandons what still waits, through the hook); destroy does
+ * not touch the context.
  */
 lmc_status lmc_replay_engine_create(lmc_replay_ctx *ctx, lmc_replay_stats *stats, bool zero_fill,
-                                    lmc_replay_engine **out, lmc_error *err);
+                                    uint64_t read_ttl_ms, lmc_replay_engine **out, lmc_error *err);
 void lmc_replay_engine_destroy(lmc_replay_engine *m);
 
 /* The mode's dispatcher: a request per submit_prefetch_task, the other ops not reissued. */

@@ -3,12 +3,20 @@
  */
 #include "server/config.h"
 
-#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "core/flags.h"
 #include "obs/event_bus.h"
+
+void lmc_server_limits_init(lmc_server_limits *l)
+{
+#define LMC_LIMIT_DEFAULT(field, flag, def, lo, hi, help) l->field = (def);
+    LMC_SERVER_LIMITS(LMC_LIMIT_DEFAULT)
+#undef LMC_LIMIT_DEFAULT
+}
 
 void lmc_server_config_init(lmc_server_config *cfg)
 {
@@ -18,6 +26,7 @@ void lmc_server_config_init(lmc_server_config *cfg)
     cfg->chunk_size = 256;
     cfg->max_workers = 1;
     cfg->event_bus_queue_size = LMC_EVENT_BUS_DEFAULT_QUEUE;
+    lmc_server_limits_init(&cfg->limits);
     lmc_sm_config_init(&cfg->sm);
 }
 
@@ -39,22 +48,52 @@ void lmc_server_print_help(FILE *out)
                  "  --event-bus-queue-size N            events queued for the recorder (default "
                  "10000)\n"
                  "  --counters-output FILE              write the StorageManager call counters "
-                 "(JSON) at shutdown\n\n"
-                 "storage-manager flags:\n");
+                 "(JSON) at shutdown\n"
+                 "  --allow-l1-over-ram                 accept an --l1-size-gb larger than the "
+                 "machine's physical memory\n\n"
+                 "limits (what clients may make the server hold; docs/security.md):\n");
+#define LMC_LIMIT_HELP(field, flag, def, lo, hi, help)                                             \
+    fprintf(out, "  %-35s %s (default %llu)\n", flag " N", help, (unsigned long long)(def));
+    LMC_SERVER_LIMITS(LMC_LIMIT_HELP)
+#undef LMC_LIMIT_HELP
+    fprintf(out, "\nstorage-manager flags:\n");
     lmc_sm_config_print_help(out);
 }
 
-static lmc_status parse_int(const char *flag, const char *v, long lo, long hi, long *out,
-                            lmc_error *err)
+static uint64_t physical_memory(void)
 {
-    char *end;
-    errno = 0;
-    long x = v ? strtol(v, &end, 10) : 0;
-    if (v == NULL || *v == '\0' || *end != '\0' || errno == ERANGE)
-        return lmc_error_set(err, LMC_ERR_INVALID, "%s: '%s' is not an integer", flag, v ? v : "");
-    if (x < lo || x > hi)
-        return lmc_error_set(err, LMC_ERR_INVALID, "%s: %ld is not in [%ld, %ld]", flag, x, lo, hi);
-    *out = x;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+static lmc_status check_l1_fits(uint64_t l1_bytes, uint64_t ram, lmc_error *err)
+{
+    /* A pool the machine cannot hold ends in swapping or the OOM killer, not an error. */
+    if (ram == 0 || l1_bytes <= ram)
+        return LMC_OK;
+    return lmc_error_set(err, LMC_ERR_INVALID,
+                         "--l1-size-gb: %.3f GiB is more than this machine's %.3f GiB of "
+                         "physical memory; pass --allow-l1-over-ram to use it anyway",
+                         (double)l1_bytes / (1u << 30), (double)ram / (1u << 30));
+}
+
+/* A limit flag (limits.h) by name: *matched false when name is none of them. */
+static lmc_status parse_limit(lmc_server_limits *l, const char *name, const char *v, bool *matched,
+                              lmc_error *err)
+{
+    int64_t x;
+    lmc_status st;
+#define LMC_LIMIT_PARSE(field, flag, def, lo, hi, help)                                            \
+    if (strcmp(name, flag) == 0) {                                                                 \
+        *matched = true;                                                                           \
+        if ((st = lmc_flag_parse_int(flag, v, (lo), (hi), &x, err)) != LMC_OK)                     \
+            return st;                                                                             \
+        l->field = (uint64_t)x;                                                                    \
+        return LMC_OK;                                                                             \
+    }
+    LMC_SERVER_LIMITS(LMC_LIMIT_PARSE)
+#undef LMC_LIMIT_PARSE
+    *matched = false;
     return LMC_OK;
 }
 
@@ -74,25 +113,36 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
         snprintf(name, sizeof(name), "%.*s", (int)(name_len < 63 ? name_len : 63), arg);
         const char *v = eq ? eq + 1 : (i + 1 < argc ? argv[i + 1] : NULL);
         int used = eq ? 1 : 2;
-        long x;
-        if (strcmp(name, "--host") == 0) {
+        int64_t x;
+        bool limit;
+        if ((st = parse_limit(&cfg->limits, name, v, &limit, err)) != LMC_OK)
+            return st;
+        if (limit) {
+            i += used;
+            continue;
+        }
+        if (strcmp(name, "--allow-l1-over-ram") == 0 && eq == NULL) {
+            cfg->allow_l1_over_ram = true;
+            used = 1;
+        } else if (strcmp(name, "--host") == 0) {
             if (v == NULL || *v == '\0')
                 return lmc_error_set(err, LMC_ERR_INVALID, "--host: a value is required");
             cfg->host = v;
         } else if (strcmp(name, "--port") == 0) {
-            if ((st = parse_int("--port", v, 1, 65535, &x, err)) != LMC_OK)
+            if ((st = lmc_flag_parse_int("--port", v, 1, 65535, &x, err)) != LMC_OK)
                 return st;
             cfg->port = (int)x;
         } else if (strcmp(name, "--chunk-size") == 0) {
-            if ((st = parse_int("--chunk-size", v, 1, 1 << 20, &x, err)) != LMC_OK)
+            if ((st = lmc_flag_parse_int("--chunk-size", v, 1, 1 << 20, &x, err)) != LMC_OK)
                 return st;
             cfg->chunk_size = (int)x;
         } else if (strcmp(name, "--max-workers") == 0) {
-            if ((st = parse_int("--max-workers", v, 1, 256, &x, err)) != LMC_OK)
+            if ((st = lmc_flag_parse_int("--max-workers", v, 1, 256, &x, err)) != LMC_OK)
                 return st;
             cfg->max_workers = (int)x;
         } else if (strcmp(name, "--event-bus-queue-size") == 0) {
-            if ((st = parse_int("--event-bus-queue-size", v, 1, 100000000, &x, err)) != LMC_OK)
+            if ((st = lmc_flag_parse_int("--event-bus-queue-size", v, 1, 100000000, &x, err)) !=
+                LMC_OK)
                 return st;
             cfg->event_bus_queue_size = (size_t)x;
         } else if (strcmp(name, "--trace-level") == 0) {
@@ -120,5 +170,8 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
         }
         i += used;
     }
-    return lmc_sm_config_finish(&cfg->sm, err);
+    lmc_status st = lmc_sm_config_finish(&cfg->sm, err);
+    if (st == LMC_OK && !cfg->allow_l1_over_ram)
+        st = check_l1_fits(cfg->sm.l1_size_bytes, physical_memory(), err);
+    return st;
 }

@@ -8,11 +8,13 @@
 #ifndef LMC_SERVER_CONFIG_H
 #define LMC_SERVER_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 
 #include "lmcache/config.h"
 #include "lmcache/status.h"
+#include "server/limits.h"
 
 typedef struct lmc_server_config {
     const char *host;            /* default 127.0.0.1 */
@@ -23,6 +25,8 @@ typedef struct lmc_server_config {
     const char *trace_output;    /* NULL: the default path */
     size_t event_bus_queue_size; /* default 10000 */
     const char *counters_output; /* NULL, or a file for the call counters (JSON) */
+    lmc_server_limits limits;    /* limits.h, each its own flag */
+    bool allow_l1_over_ram;      /* --allow-l1-over-ram: an L1 pool larger than physical memory */
     lmc_sm_config sm;
 } lmc_server_config;
 
@@ -31,7 +35,9 @@ void lmc_server_config_init(lmc_server_config *cfg);
 
 /*
  * Parse `lmcache server` flags (server, trace and StorageManager flags) from
- * argv[1..]. Usage errors: LMC_ERR_INVALID with a message naming the flag.
+ * argv[1..]. Usage errors: LMC_ERR_INVALID with a message naming the flag;
+ * an --l1-size-gb above the machine's physical memory is one, unless
+ * --allow-l1-over-ram.
  */
 lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv, lmc_error *err);
 void lmc_server_config_free(lmc_server_config *cfg);

@@ -16,8 +16,14 @@
  * and that may be NULL (no payload: the copy is skipped), so a replay can
  * run the same logic against a StorageManager alone.
  *
- * Threads: any; the session table and the counters have their own
- * mutexes, and the StorageManager is thread-safe.
+ * Limits (limits.h): the tokens of one key, the sessions and the keys they
+ * hold (sessions.h), the session TTL, and how many distinct model names
+ * and cache salts it lets into keys -- interned strings live until exit,
+ * so these are bounded rather than reclaimed. A request past a limit fails
+ * with a message naming the flag; nothing is locked or kept for it.
+ *
+ * Threads: any; the session table, the counters and the name budget have
+ * their own mutexes, and the StorageManager is thread-safe.
  */
 #ifndef LMC_SERVER_ENGINE_H
 #define LMC_SERVER_ENGINE_H
@@ -30,6 +36,7 @@
 #include "lmcache/status.h"
 #include "lmcache/storage_manager.h"
 #include "server/counters.h"
+#include "server/limits.h"
 #include "server/protocol.h"
 #include "server/sessions.h"
 
@@ -49,10 +56,16 @@ typedef struct lmc_kv_copy {
 
 typedef struct lmc_engine lmc_engine;
 
-/* sm is borrowed and must outlive the engine; chunk_size is in tokens. */
-lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size, lmc_engine **out,
-                             lmc_error *err);
-/* Frees the sessions left (their locks expire by their TTL). */
+/*
+ * sm is borrowed and must outlive the engine; chunk_size is in tokens;
+ * limits NULL means the defaults; read_ttl_ms is the StorageManager's L1
+ * read-lock TTL (--l1-read-ttl-seconds), which the session accounting
+ * needs (sessions.h).
+ */
+lmc_status lmc_engine_create(lmc_storage_manager *sm, int chunk_size,
+                             const lmc_server_limits *limits, uint64_t read_ttl_ms,
+                             lmc_engine **out, lmc_error *err);
+/* Releases what the sessions left hold, then frees them. */
 void lmc_engine_destroy(lmc_engine *e);
 
 lmc_counters *lmc_engine_counters(lmc_engine *e);
@@ -62,27 +75,36 @@ int lmc_engine_chunk_size(const lmc_engine *e);
 /* Observe every lookup's prefetch (sessions.h: lmc_lookup_observer); before the first lookup. */
 void lmc_engine_set_lookup_observer(lmc_engine *e, lmc_lookup_observer fn, void *ud);
 
-/* [start, end) must be chunk-aligned and inside the tokens. op names the request in messages. */
-lmc_status lmc_engine_check_aligned(const lmc_engine *e, const char *op, const lmc_ipc_key *key,
-                                    lmc_error *err);
+/*
+ * A key the request logic takes: [start, end) chunk-aligned inside the
+ * tokens, at most --max-lookup-tokens tokens. op names the request in
+ * messages.
+ */
+lmc_status lmc_engine_check_key(const lmc_engine *e, const char *op, const lmc_ipc_key *key,
+                                lmc_error *err);
 
-/* The keys of one worker's chunks [start, end) (retrieve and store); caller frees *keys. */
-lmc_status lmc_engine_worker_keys(const lmc_engine *e, const lmc_ipc_key *key,
+/*
+ * The keys of one worker's chunks [start, end) (retrieve and store);
+ * caller frees *keys. op names the request in messages (a model name or
+ * cache salt past its budget is refused).
+ */
+lmc_status lmc_engine_worker_keys(lmc_engine *e, const char *op, const lmc_ipc_key *key,
                                   lmc_object_key **keys, size_t *n, lmc_error *err);
 
 /*
  * lookup: chain-hash the full chunks of tokens[0:end), the keys of every
  * rank, and submit their prefetch under the request id; the session
- * replaces one of the same request id.
+ * replaces one of the same request id. LMC_ERR_BUSY when the sessions are
+ * at a limit.
  */
 lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_layout_desc *layout,
                              lmc_error *err);
 /*
- * The same from keys already made (n_chunks * world_size, chunk-major x
- * rank; hashes may be NULL): both arrays are taken, even on failure.
+ * The same from keys already made (n_chunks * world_size of them,
+ * chunk-major x rank; copied).
  */
 lmc_status lmc_engine_lookup_keys(lmc_engine *e, const char *request_id, int64_t world_size,
-                                  uint8_t (*hashes)[32], size_t n_chunks, lmc_object_key *keys,
+                                  size_t n_chunks, const lmc_object_key *keys,
                                   const lmc_layout_desc *layout, uint32_t extra_count,
                                   lmc_error *err);
 
@@ -91,14 +113,21 @@ lmc_session_state lmc_engine_query(lmc_engine *e, const char *request_id, bool l
                                    size_t *hit_chunks);
 
 /*
- * retrieve: read the keys' prefetched objects, copy each out (copy may be
- * NULL), then release this reader's lock. *ok is false when any key was
- * not readable (nothing is copied then). A failed copy is the error
- * returned and releases no lock, as a retrieve refused before it reads: the
- * lookup's locks stay for free_lookup_locks (or their TTL).
+ * retrieve: keys[0..n) are chunks c0, c0 + 1, ... of rank `rank` of the
+ * session request_id. Take over one of the session's locks on each
+ * (sessions.h), read the objects, copy each out (copy may be NULL), then
+ * release those locks. *ok is false when the session does not hold a lock
+ * on every key (no session, not a hit, already retrieved as often as the
+ * lookup's num_kv_readers allow) or a key was not readable; nothing is
+ * copied then, and no lock another request holds is ever released.
+ * A failed copy is the error returned; the locks it claimed are released
+ * all the same (they are this retrieve's now, sessions.h), so none waits
+ * for its TTL and the session's accounting never depends on where a
+ * retrieve failed.
  */
-lmc_status lmc_engine_retrieve(lmc_engine *e, const lmc_object_key *keys, size_t n,
-                               const lmc_kv_copy *copy, bool *ok, lmc_error *err);
+lmc_status lmc_engine_retrieve(lmc_engine *e, const char *request_id, const lmc_object_key *keys,
+                               size_t n, size_t c0, int64_t rank, const lmc_kv_copy *copy, bool *ok,
+                               lmc_error *err);
 
 /*
  * store: reserve the keys that are new, copy each in (copy may be NULL),
@@ -116,10 +145,18 @@ lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, s
                                     const lmc_layout_desc *layout, const lmc_kv_copy *copy,
                                     lmc_l1_error *results, lmc_error *err);
 
-/* free_lookup_locks, end_session (sessions.h), clear, and the session TTL sweep. */
+/*
+ * free_lookup_locks, end_session (sessions.h: neither waits for a
+ * prefetch), clear, the session TTL sweep, and the collection of sessions
+ * that ended before their prefetch (returns how many still drain).
+ */
 void lmc_engine_free_lookup_locks(lmc_engine *e, const char *request_id);
 void lmc_engine_end_session(lmc_engine *e, const char *request_id);
 void lmc_engine_clear(lmc_engine *e, bool force);
 void lmc_engine_expire_sessions(lmc_engine *e);
+size_t lmc_engine_poll_draining(lmc_engine *e);
+
+/* Sessions open (draining ones included) and the keys they hold. */
+void lmc_engine_session_usage(lmc_engine *e, size_t *sessions, size_t *keys);
 
 #endif

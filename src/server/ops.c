@@ -39,7 +39,7 @@ static lmc_status op_lookup(const lmc_op_ctx *ctx, const lmc_request *q, msgpack
 {
     const lmc_ipc_key *key = &q->key;
     lmc_layout_desc layout;
-    lmc_status st = lmc_engine_check_aligned(ctx->engine, "lookup", key, err);
+    lmc_status st = lmc_engine_check_key(ctx->engine, "lookup", key, err);
     if (st == LMC_OK)
         st = lmc_regions_layout(ctx->regions, "lookup", key->model_name, key->world_size, &layout,
                                 err);
@@ -93,13 +93,13 @@ static lmc_status transfer_begin(const lmc_op_ctx *ctx, const char *op, const lm
                                  lmc_error *err)
 {
     const lmc_ipc_key *key = &q->key;
-    lmc_status st = lmc_engine_check_aligned(ctx->engine, op, key, err);
+    lmc_status st = lmc_engine_check_key(ctx->engine, op, key, err);
     if (st != LMC_OK)
         return st;
     st = lmc_regions_acquire(ctx->regions, op, q->conn_id, q->instance_id, key, q->block_ids,
                              q->n_block_ids, r, err);
     if (st == LMC_OK)
-        st = lmc_engine_worker_keys(ctx->engine, key, keys, nk, err);
+        st = lmc_engine_worker_keys(ctx->engine, op, key, keys, nk, err);
     if (st != LMC_OK) {
         lmc_regions_release(ctx->regions, *r);
         *r = NULL;
@@ -123,7 +123,10 @@ static lmc_status op_retrieve(const lmc_op_ctx *ctx, const lmc_request *q, msgpa
     if (st != LMC_OK)
         return st;
     bool ok = false;
-    st = lmc_engine_retrieve(ctx->engine, keys, nk, &copy, &ok, err);
+    const lmc_ipc_key *key = &q->key;
+    st = lmc_engine_retrieve(ctx->engine, key->request_id, keys, nk,
+                             (size_t)key->start / (size_t)lmc_engine_chunk_size(ctx->engine),
+                             key->worker_id, &copy, &ok, err);
     lmc_regions_release(ctx->regions, r);
     free(keys);
     if (st == LMC_OK)

@@ -33,8 +33,11 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
 
 /*
  * A client connection closed (conn_id as in lmc_request): what its
- * requests left that belongs to that connection goes here -- its KV
- * regions (regions.h); the loop thread calls it.
+ * requests left that belongs to that connection goes here: its KV
+ * regions and their registration slots (regions.h). Sessions are not
+ * tied to a connection (an engine's scheduler and its workers use
+ * different ones; they end by their TTL). The loop thread calls it, once
+ * per connection, when the connection table closes it (server.c).
  */
 void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id);
 

@@ -23,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,6 +50,7 @@ struct lmc_l1_memory {
     uint64_t capacity;
     uint64_t align;
     char *shm_path; /* "/lmcache_l1_pool_<name>", or NULL when anonymous */
+    int shm_fd;     /* kept open with an exclusive flock: the segment is live while we are */
 
     /* Under lock. */
     fnode *nodes;       /* nodes[0] is the NIL sentinel */
@@ -505,16 +507,52 @@ fail_size:
                          (unsigned long long)m->capacity);
 }
 
+/*
+ * A segment of that name already there: stale (its server is gone, so its
+ * flock is free) and ours to remove, or live (another server holds the
+ * lock) or another user's, and then left alone.
+ */
+static lmc_status remove_stale_shm(const lmc_l1_memory *m, lmc_error *err)
+{
+    int old = shm_open(m->shm_path, O_RDONLY, 0);
+    if (old < 0)
+        return LMC_OK; /* none (or not ours to open: shm_open O_EXCL says so below) */
+    struct stat st;
+    lmc_status rc = LMC_OK;
+    if (flock(old, LOCK_EX | LOCK_NB) != 0)
+        rc = lmc_error_set(err, LMC_ERR_BUSY,
+                           "L1 memory: shared-memory segment '%s' is in use by a running server; "
+                           "give each server its own --shm-name",
+                           m->shm_path);
+    else if (fstat(old, &st) == 0 && st.st_uid != geteuid())
+        rc = lmc_error_set(err, LMC_ERR_INVALID,
+                           "L1 memory: shared-memory segment '%s' belongs to uid %u; not removing "
+                           "another user's segment",
+                           m->shm_path, (unsigned)st.st_uid);
+    else if (shm_unlink(m->shm_path) == 0)
+        LMC_WARN("l1", "L1 memory: removed a stale shared-memory segment '%s'", m->shm_path);
+    close(old); /* and the lock with it */
+    return rc;
+}
+
 static lmc_status open_shm(lmc_l1_memory *m, lmc_error *err)
 {
-    lmc_status st;
-    /* A segment left by a crashed process would otherwise make O_EXCL fail. */
-    if (shm_unlink(m->shm_path) == 0)
-        LMC_WARN("l1", "L1 memory: removed a stale shared-memory segment '%s'", m->shm_path);
+    lmc_status st = remove_stale_shm(m, err);
+    if (st != LMC_OK)
+        return st;
     int fd = shm_open(m->shm_path, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd < 0)
         return lmc_error_set(err, LMC_ERR_IO, "L1 memory: shm_open '%s' failed: %s", m->shm_path,
                              strerror(errno));
+    /* Held until destroy: a later server with the same name sees a live segment. */
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        st = lmc_error_set(err, LMC_ERR_BUSY,
+                           "L1 memory: shared-memory segment '%s' was taken by another server "
+                           "starting at the same time",
+                           m->shm_path);
+        close(fd);
+        return st; /* not unlinked: it is the other server's */
+    }
     if (ftruncate(fd, (off_t)m->capacity) != 0) {
         st = lmc_error_set(err, LMC_ERR_IO,
                            "L1 memory: ftruncate of shared-memory segment '%s' to %llu bytes "
@@ -525,13 +563,26 @@ static lmc_status open_shm(lmc_l1_memory *m, lmc_error *err)
     st = map_pool(m, fd, err);
     if (st != LMC_OK)
         goto fail;
-    close(fd);
+    m->shm_fd = fd;
     return LMC_OK;
 
 fail:
     close(fd);
     shm_unlink(m->shm_path);
     return st;
+}
+
+/* Unlink the segment's name only while it is still ours (not a later server's). */
+static void unlink_own_shm(const lmc_l1_memory *m)
+{
+    struct stat mine, now;
+    int cur = shm_open(m->shm_path, O_RDONLY, 0);
+    bool same = cur >= 0 && fstat(m->shm_fd, &mine) == 0 && fstat(cur, &now) == 0 &&
+                mine.st_dev == now.st_dev && mine.st_ino == now.st_ino;
+    if (cur >= 0)
+        close(cur);
+    if (same && shm_unlink(m->shm_path) != 0)
+        LMC_WARN("l1", "L1 memory: shm_unlink '%s' failed: %s", m->shm_path, strerror(errno));
 }
 
 lmc_status lmc_l1_memory_create(const lmc_l1_memory_config *cfg, lmc_l1_memory **out,
@@ -563,6 +614,7 @@ lmc_status lmc_l1_memory_create(const lmc_l1_memory_config *cfg, lmc_l1_memory *
     m->align = align;
     m->capacity = slot_of(align, cfg->size_bytes);
     m->rng = 0x9E3779B97F4A7C15ULL;
+    m->shm_fd = -1;
     pthread_mutex_init(&m->lock, NULL);
 
     m->node_cap = 64;
@@ -604,8 +656,10 @@ void lmc_l1_memory_destroy(lmc_l1_memory *m)
         return;
     if (m->base != NULL)
         munmap(m->base, m->capacity);
-    if (m->shm_path != NULL && shm_unlink(m->shm_path) != 0)
-        LMC_WARN("l1", "L1 memory: shm_unlink '%s' failed: %s", m->shm_path, strerror(errno));
+    if (m->shm_fd >= 0) {
+        unlink_own_shm(m);
+        close(m->shm_fd);
+    }
     free(m->shm_path);
     free(m->nodes);
     free(m->scratch);

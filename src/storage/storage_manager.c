@@ -570,6 +570,11 @@ void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total)
     lmc_l1_get_memory_usage(sm->l1, used, total);
 }
 
+uint64_t lmc_sm_l1_read_lock_count(lmc_storage_manager *sm, const lmc_object_key *key)
+{
+    return lmc_l1_read_lock_count(sm->l1, key);
+}
+
 /* ---------------------------------------------------------------------- */
 /* The executor (manual mode)                                              */
 /* ---------------------------------------------------------------------- */

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -26,6 +27,27 @@ char *lmc_trace_default_path(char *buf, size_t len)
     return buf;
 }
 
+/*
+ * The default path is predictable, so it is created exclusively: a file or
+ * link planted there is never written through. If the name is taken, a
+ * random suffix before ".lct" makes another one, a few times.
+ */
+static lmc_status open_default(const char *level, lmc_trace_recorder **r, char *path, size_t len,
+                               lmc_error *err)
+{
+    lmc_trace_default_path(path, len);
+    lmc_status st = lmc_trace_recorder_create(path, level, true, true, r, err);
+    size_t stem = strlen(path) - 4; /* before ".lct" */
+    for (int tries = 0; st == LMC_ERR_BUSY && tries < 8 && stem + 12 < len; tries++) {
+        uint32_t x = 0;
+        if (getrandom(&x, sizeof(x), 0) != sizeof(x))
+            x = (uint32_t)rand();
+        snprintf(path + stem, len - stem, "-%08x.lct", x);
+        st = lmc_trace_recorder_create(path, level, true, true, r, err);
+    }
+    return st;
+}
+
 /* Write the recorder's batch whenever the bus runs dry. */
 static void idle_flush(void *ud)
 {
@@ -43,19 +65,20 @@ lmc_status lmc_trace_maybe_init(lmc_event_bus *bus, const char *level, const cha
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "unsupported trace level '%.64s'; expected 'storage'", level);
     char path[4096];
-    if (output == NULL || *output == '\0') {
-        lmc_trace_default_path(path, sizeof(path));
-        LMC_INFO("trace",
-                 "trace recording enabled (level=%s); no --trace-output given, writing "
-                 "to %s",
-                 level, path);
-    } else {
-        snprintf(path, sizeof(path), "%s", output);
-    }
     /* The hooks need somewhere to go before the recorder opens the gate. */
     lmc_trace_capture_set_bus(bus);
     lmc_trace_recorder *r;
-    lmc_status st = lmc_trace_recorder_open(path, level, true, &r, err);
+    lmc_status st;
+    if (output == NULL || *output == '\0') {
+        st = open_default(level, &r, path, sizeof(path), err);
+        if (st == LMC_OK)
+            LMC_INFO("trace",
+                     "trace recording enabled (level=%s); no --trace-output given, "
+                     "writing to %s",
+                     level, path);
+    } else {
+        st = lmc_trace_recorder_open(output, level, true, &r, err);
+    }
     if (st != LMC_OK) {
         lmc_trace_capture_set_bus(NULL);
         return st;

@@ -24,7 +24,11 @@
  * level NULL or "": tracing off, *out = NULL, LMC_OK. level other than
  * "storage": LMC_ERR_INVALID "unsupported trace level 'x'; expected
  * 'storage'". output NULL or "": $TMPDIR (or /tmp)/lmcache-trace-<pid>-<UTC
- * %Y%m%d-%H%M%S>.lct, announced at INFO.
+ * %Y%m%d-%H%M%S>.lct, announced at INFO, created exclusively (a file or
+ * link already there is left alone and a random "-xxxxxxxx" goes before
+ * ".lct" instead). An explicit output is created by core/file.h's rule:
+ * never through a symlink, an existing file of the user's overwritten with
+ * mode 0600, another user's refused.
  */
 lmc_status lmc_trace_maybe_init(lmc_event_bus *bus, const char *level, const char *output,
                                 const char *config_json, const char *digest_hex,

@@ -54,6 +54,7 @@
 
 #include "core/batch_pipe.h"
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/log.h"
 #include "trace/capture.h"
 #include "trace/format.h"
@@ -211,6 +212,12 @@ static lmc_status append_header_locked(lmc_trace_recorder *r, const char *json, 
 lmc_status lmc_trace_recorder_open(const char *path, const char *level, bool captures_calls,
                                    lmc_trace_recorder **out, lmc_error *err)
 {
+    return lmc_trace_recorder_create(path, level, captures_calls, false, out, err);
+}
+
+lmc_status lmc_trace_recorder_create(const char *path, const char *level, bool captures_calls,
+                                     bool exclusive, lmc_trace_recorder **out, lmc_error *err)
+{
     lmc_trace_recorder *r = calloc(1, sizeof(*r));
     if (r == NULL)
         return lmc_error_set(err, LMC_ERR_NOMEM, "trace recorder: out of memory");
@@ -222,17 +229,14 @@ lmc_status lmc_trace_recorder_open(const char *path, const char *level, bool cap
         free(r);
         return lmc_error_set(err, LMC_ERR_NOMEM, "trace recorder: out of memory");
     }
-    r->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (r->fd < 0) {
-        int e = errno;
-        lmc_error_set(err, LMC_ERR_IO, "trace file '%s': cannot create: %s", path, strerror(e));
+    lmc_status st = lmc_file_create("trace file", path, exclusive, &r->fd, err);
+    if (st != LMC_OK) {
         free(r->path);
         free(r->level);
         free(r);
-        return LMC_ERR_IO;
+        return st;
     }
-    lmc_status st =
-        lmc_batch_pipe_create(PIPE_DEPTH, "trace-writer", write_batch, r, &r->pipe, err);
+    st = lmc_batch_pipe_create(PIPE_DEPTH, "trace-writer", write_batch, r, &r->pipe, err);
     if (st != LMC_OK) {
         close(r->fd);
         free(r->path);

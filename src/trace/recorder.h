@@ -51,11 +51,16 @@
 typedef struct lmc_trace_recorder lmc_trace_recorder;
 
 /*
- * Create (truncate) path with mode 0600, note the start times, turn the
- * trace gate on (when captures_calls), log the path at INFO.
+ * Create path by core/file.h's rule (mode 0600, never through a symlink;
+ * an existing file of the user's is truncated and set to 0600, another
+ * user's refused), note the start times, turn the trace gate on (when
+ * captures_calls), log the path at INFO.
  */
 lmc_status lmc_trace_recorder_open(const char *path, const char *level, bool captures_calls,
                                    lmc_trace_recorder **out, lmc_error *err);
+/* The same; exclusive also refuses a path that exists (LMC_ERR_BUSY). */
+lmc_status lmc_trace_recorder_create(const char *path, const char *level, bool captures_calls,
+                                     bool exclusive, lmc_trace_recorder **out, lmc_error *err);
 
 /* Write the header now with this config (first call only; ignored after). */
 void lmc_trace_recorder_attach_config(lmc_trace_recorder *r, const char *config_json,

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/log.h"
@@ -870,6 +871,35 @@ static void test_concurrent_alloc_free_keeps_pool_consistent(void **state)
     lmc_l1_memory_destroy(m);
 }
 
+static void test_a_live_segment_of_the_same_name_is_left_alone(void **state)
+{
+    (void)state;
+    char bare[64];
+    snprintf(bare, sizeof(bare), "utest_%d_live", (int)getpid());
+    lmc_l1_memory_config cfg = {.size_bytes = 16 * U, .align_bytes = U, .shm_name = bare};
+    lmc_l1_memory *a = NULL, *b = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_l1_memory_create(&cfg, &a, &err), LMC_OK);
+    memset(lmc_l1_memory_base(a), 0x5c, 64);
+    char path[256];
+    snprintf(path, sizeof(path), "/dev/shm/lmcache_l1_pool_%s", bare);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    /* A second server with the same --shm-name: refused, and the first one's pool stays. */
+    assert_int_equal(lmc_l1_memory_create(&cfg, &b, &err), LMC_ERR_BUSY);
+    assert_null(b);
+    assert_non_null(strstr(err.msg, "is in use by a running server"));
+    assert_int_equal(stat(path, &after), 0);
+    assert_int_equal(before.st_ino, after.st_ino);
+    assert_int_equal(lmc_l1_memory_base(a)[63], 0x5c);
+    lmc_l1_memory_destroy(a);
+    assert_false(shm_exists(bare));
+    /* Once it is gone, the name is free again. */
+    assert_int_equal(lmc_l1_memory_create(&cfg, &b, &err), LMC_OK);
+    lmc_l1_memory_destroy(b);
+    assert_false(shm_exists(bare));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -882,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_shm_pool_without_prefix),
         cmocka_unit_test(test_shm_pool_with_prefix),
         cmocka_unit_test(test_shm_pool_replaces_stale_segment),
+        cmocka_unit_test(test_a_live_segment_of_the_same_name_is_left_alone),
         cmocka_unit_test(test_alloc_rounds_to_alignment),
         cmocka_unit_test(test_alloc_splits_the_front_of_a_block),
         cmocka_unit_test(test_alloc_exact_fit_removes_block),

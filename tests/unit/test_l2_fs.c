@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/log.h"
+#include "helpers/file_test_util.h"
 #include "helpers/l2_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
@@ -764,6 +765,142 @@ static void test_fs_worker_thread_is_named_and_reported(void **state)
 }
 
 /* ------------------------------------------------------------------ */
+/* Files an attacker could plant                                         */
+/* ------------------------------------------------------------------ */
+
+static void test_fs_names_of_a_slash_and_a_literal_sep_differ(void **state)
+{
+    (void)state;
+    /* LMCache writes both as "tenantA-SEP-llama": one model would be served the other's data. */
+    lmc_object_key a = l2_key("tenantA/llama", 1, 0, 0, NULL);
+    lmc_object_key b = l2_key("tenantA-SEP-llama", 1, 0, 0, NULL);
+    char na[512], nb[512];
+    lmc_l2_fs_key_name(&a, na, sizeof(na));
+    lmc_l2_fs_key_name(&b, nb, sizeof(nb));
+    assert_string_equal(na, "tenantA-SEP-llama@0x00000000@0@00000001.data"); /* LMCache's */
+    assert_string_equal(nb, "tenantA%2DSEP-llama@0x00000000@0@00000001.data");
+    /* Other names LMCache's spelling cannot tell apart, each with a name of its own. */
+    static const char *const models[] = {"a-SEP/x",   "a/SEP-x", "50%", "p%2Fq",    "p/q",
+                                         "tab\there", "-SEP-",   "/",   "a--SEP--b"};
+    char names[9][512];
+    for (size_t i = 0; i < 9; i++) {
+        lmc_object_key k = l2_key(models[i], 1, 0, 0, NULL);
+        lmc_l2_fs_key_name(&k, names[i], sizeof(names[i]));
+        lmc_object_key back;
+        if (!lmc_l2_fs_parse_name(names[i], &back))
+            fail_msg("'%s' (model '%s') does not parse", names[i], models[i]);
+        assert_true(lmc_object_key_equal(&back, &k));
+        for (size_t j = 0; j < i; j++)
+            assert_string_not_equal(names[i], names[j]);
+        assert_null(strchr(names[i], '\t'));
+    }
+    /* A percent escape that is not the canonical one is not a file of ours. */
+    lmc_object_key k;
+    assert_false(lmc_l2_fs_parse_name("p%2fq@0x00000000@0@00000001.data", &k));
+    assert_false(lmc_l2_fs_parse_name("p%2@0x00000000@0@00000001.data", &k));
+    assert_false(lmc_l2_fs_parse_name("p%00q@0x00000000@0@00000001.data", &k));
+}
+
+static void test_fs_keeps_the_data_of_a_slash_and_a_literal_sep_apart(void **state)
+{
+    fixture *f = *state;
+    lmc_l2_adapter *a = fs_adapter(f, "");
+    assert_non_null(a);
+    lmc_object_key keys[2] = {l2_key("tenantA/llama", 1, 0, 0, NULL),
+                              l2_key("tenantA-SEP-llama", 1, 0, 0, NULL)};
+    uint8_t b0[64];
+    l2_fill(b0, sizeof(b0), 1);
+    lmc_memory_obj obj = {b0, sizeof(b0), sizeof(b0), 0};
+    assert_int_equal(l2_store_sync(a, &keys[0], &obj, 1), 64);
+    char bits[3];
+    l2_lookup_sync(a, keys, 2, bits);
+    assert_string_equal(bits, "10"); /* the other tenant finds nothing */
+    lmc_l2_adapter_destroy(a);
+}
+
+static void test_fs_never_follows_a_symlink_inside_base_path(void **state)
+{
+    fixture *f = *state;
+    char outside[128], victim[160];
+    assert_true(l2_tmpdir(outside));
+    snprintf(victim, sizeof(victim), "%s/victim", outside);
+    file_test_plant_victim(victim);
+    lmc_l2_adapter *a = fs_adapter(f, "");
+    assert_non_null(a);
+    lmc_object_key k = l2_key("m", 1, 0, 0, NULL), t = l2_key("m", 2, 0, 0, NULL);
+    char path[512], tmp[512];
+    path_of(f, &k, path, sizeof(path));
+    assert_int_equal(symlink(victim, path), 0);
+    /* Planted under a key's name: not a hit, nothing read through it. */
+    char bits[2];
+    l2_lookup_sync(a, &k, 1, bits);
+    assert_string_equal(bits, "0");
+    uint8_t b[8] = {0};
+    lmc_memory_obj obj = {b, 8, 8, 0};
+    l2_load_sync(a, &k, &obj, 1, bits);
+    assert_string_equal(bits, "0");
+    /* A store replaces the link itself. */
+    uint8_t data[16];
+    l2_fill(data, sizeof(data), 5);
+    lmc_memory_obj o16 = {data, 16, 16, 0};
+    assert_int_equal(l2_store_sync(a, &k, &o16, 1), 16);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    /* Planted under a temporary name: the store fails rather than write through it. */
+    path_of(f, &t, tmp, sizeof(tmp));
+    snprintf(tmp + strlen(tmp) - 5, 6, ".tmp");
+    assert_int_equal(symlink(victim, tmp), 0);
+    assert_int_equal(l2_store_sync(a, &t, &o16, 1), -1);
+    file_test_assert_victim(victim);
+    /* A FIFO under a key's name does not park the worker. */
+    lmc_object_key q = l2_key("m", 3, 0, 0, NULL);
+    path_of(f, &q, path, sizeof(path));
+    assert_int_equal(mkfifo(path, 0600), 0);
+    l2_load_sync(a, &q, &obj, 1, bits);
+    assert_string_equal(bits, "0");
+    lmc_l2_adapter_destroy(a);
+    l2_rmtree(outside);
+}
+
+static void test_fs_refuses_a_base_path_others_can_write_or_own(void **state)
+{
+    fixture *f = *state;
+    lmc_error err;
+    assert_int_equal(chmod(f->dir, 0777), 0);
+    lmc_l2_adapter *a = l2_adapter_from(&err, "{\"type\": \"fs\", \"base_path\": \"%s\"}", f->dir);
+    assert_null(a);
+    assert_non_null(strstr(err.msg, "is writable by group or others (mode 777)"));
+    a = l2_adapter_from(&err,
+                        "{\"type\": \"fs\", \"base_path\": \"%s\", "
+                        "\"allow_shared_base_path\": true}",
+                        f->dir);
+    assert_non_null(a);
+    lmc_l2_adapter_destroy(a);
+    assert_int_equal(chmod(f->dir, 0700), 0);
+    if (geteuid() == 0) { /* only root can give a directory away */
+        assert_int_equal(chown(f->dir, 12345, (gid_t)-1), 0);
+        a = l2_adapter_from(&err, "{\"type\": \"fs\", \"base_path\": \"%s\"}", f->dir);
+        assert_null(a);
+        assert_non_null(strstr(err.msg, "belongs to uid 12345, not this user"));
+        assert_int_equal(chown(f->dir, 0, (gid_t)-1), 0);
+    }
+    /* A relative_tmp_dir that is a link out of base_path. */
+    char outside[128], link[256];
+    assert_true(l2_tmpdir(outside));
+    snprintf(link, sizeof(link), "%s/tmp", f->dir);
+    assert_int_equal(symlink(outside, link), 0);
+    a = l2_adapter_from(&err,
+                        "{\"type\": \"fs\", \"base_path\": \"%s\", "
+                        "\"relative_tmp_dir\": \"tmp\"}",
+                        f->dir);
+    assert_null(a);
+    assert_non_null(strstr(err.msg, "a symlink is not followed"));
+    l2_rmtree(outside);
+}
+
+/* ------------------------------------------------------------------ */
 /* What a base_path holds                                               */
 /* ------------------------------------------------------------------ */
 
@@ -863,6 +1000,13 @@ int main(void)
             test_fs_scan_counts_and_clears_only_files_the_adapter_writes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fs_scan_covers_the_relative_tmp_dir, setup, teardown),
         cmocka_unit_test(test_fs_parse_name_reverses_key_name),
+        cmocka_unit_test(test_fs_names_of_a_slash_and_a_literal_sep_differ),
+        cmocka_unit_test_setup_teardown(test_fs_keeps_the_data_of_a_slash_and_a_literal_sep_apart,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fs_never_follows_a_symlink_inside_base_path, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_fs_refuses_a_base_path_others_can_write_or_own, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_fs_store_writes_raw_bytes_under_the_key_name, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

@@ -140,7 +140,8 @@ static void test_a_region_is_reached_only_through_its_connection(void **state)
     assert_int_equal(rt_unreg(f, rt_peer(0), 7), LMC_ERR_NOT_FOUND);
     /* Connection 2's retrieve lands in its own region, not connection 1's. */
     assert_int_equal(rt_lookup(f, &p, "m", 1, "r"), 1);
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(2), 7, &p, "m", 1, 0, RT_BPC), LMC_OK);
+    assert_int_equal(rt_transfer_as(f, LMC_OP_RETRIEVE, "r", rt_peer(2), 7, &p, "m", 1, 0, RT_BPC),
+                     LMC_OK);
     lmc_engine_end_session(f->e, "r");
     assert_true(rt_holds(rt_block(&b, RT_BPC), (size_t)(RT_BPC * RT_TPB * 16), 1));
     assert_true(rt_holds(a.base, a.bytes, 1));
@@ -251,9 +252,10 @@ static void test_a_truncated_region_fails_the_request_and_commits_nothing(void *
                      LMC_ERR_IO);
     assert_non_null(strstr(rt_err()->msg, "truncated"));
     assert_int_equal(rt_l1_used(f), used); /* the reservations went back */
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(1), 1, &stored, "m", 1, 0, 2 * RT_BPC),
-                     LMC_ERR_IO);
-    /* The failed retrieve released nothing: free_lookup_locks gives the lookup's locks back. */
+    assert_int_equal(
+        rt_transfer_as(f, LMC_OP_RETRIEVE, "r1", rt_peer(1), 1, &stored, "m", 1, 0, 2 * RT_BPC),
+        LMC_ERR_IO);
+    /* The failed retrieve released the locks it claimed, free_lookup_locks the rest. */
     lmc_engine_free_lookup_locks(f->e, "r1");
     assert_int_equal(rt_lookup(f, &fresh, "m", 1, "r2"), 0);
     lmc_engine_end_session(f->e, "r2");
@@ -265,7 +267,8 @@ static void test_a_truncated_region_fails_the_request_and_commits_nothing(void *
                      LMC_OK);
     assert_int_equal(rt_lookup(f, &fresh, "m", 1, "r3"), 2);
     memset(s.base, 0, s.bytes);
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(1), 1, &fresh, "m", 1, 0, 0), LMC_OK);
+    assert_int_equal(rt_transfer_as(f, LMC_OP_RETRIEVE, "r3", rt_peer(1), 1, &fresh, "m", 1, 0, 0),
+                     LMC_OK);
     lmc_engine_end_session(f->e, "r3");
     uint8_t *want = malloc(s.bytes);
     rt_fill(want, s.bytes, 4);
@@ -346,7 +349,7 @@ static void test_a_world_size_mismatch_is_refused_and_no_neighbour_changes(void 
     rt_prompt first;
     rt_prompt_make(&first, 1, 11);
     assert_int_equal(rt_lookup(f, &first, "m", 1, "r"), 1);
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(1), 2, &first, "m", 1, 0, 0),
+    assert_int_equal(rt_transfer_as(f, LMC_OP_RETRIEVE, "r", rt_peer(1), 2, &first, "m", 1, 0, 0),
                      LMC_ERR_INVALID);
     lmc_engine_free_lookup_locks(f->e, "r");
     for (size_t i = 0; i < b.bytes; i++)
@@ -354,7 +357,8 @@ static void test_a_world_size_mismatch_is_refused_and_no_neighbour_changes(void 
             fail_msg("byte %zu of the world-size-2 region was written", i);
 
     memset(a.base, 0, a.bytes);
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(1), 1, &nb, "m", 1, 0, 0), LMC_OK);
+    assert_int_equal(rt_transfer_as(f, LMC_OP_RETRIEVE, "n", rt_peer(1), 1, &nb, "m", 1, 0, 0),
+                     LMC_OK);
     lmc_engine_end_session(f->e, "n");
     for (int64_t k = 0; k < n_neighbours; k++)
         if (!rt_holds(rt_block(&a, k * RT_BPC), (size_t)(RT_BPC * RT_TPB * 64), (uint8_t)(20 + k)))
@@ -381,7 +385,7 @@ static void test_an_object_of_another_layout_is_never_copied_past_its_end(void *
     assert_int_equal(rt_reg(f, rt_peer(2), 1, &wide, "m", 1, 0), LMC_OK);
     assert_int_equal(rt_lookup(f, &p, "m", 1, "r"), 1);
     memset(wide.base, 0, wide.bytes);
-    assert_int_equal(rt_transfer(f, LMC_OP_RETRIEVE, rt_peer(2), 1, &p, "m", 1, 0, 0),
+    assert_int_equal(rt_transfer_as(f, LMC_OP_RETRIEVE, "r", rt_peer(2), 1, &p, "m", 1, 0, 0),
                      LMC_ERR_INVALID);
     assert_non_null(strstr(rt_err()->msg, "another layout"));
     lmc_engine_free_lookup_locks(f->e, "r");

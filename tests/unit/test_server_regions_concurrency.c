@@ -63,8 +63,9 @@ static void *race_copier(void *arg)
             lmc_sleep_ns(50 * 1000);
         rt_prompt hit = fixed;
         hit.n = hits * RT_CHUNK;
-        lmc_status st = hits ? rt_transfer(r->f, LMC_OP_RETRIEVE, rt_peer(1), 1, &hit, "m", 1, 0, first)
-                             : LMC_ERR_NOT_FOUND;
+        lmc_status st =
+            hits ? rt_transfer_as(r->f, LMC_OP_RETRIEVE, rid, rt_peer(1), 1, &hit, "m", 1, 0, first)
+                 : LMC_ERR_NOT_FOUND;
         if (st == LMC_OK)
             atomic_fetch_add(&r->copies_ok, 1);
         else

@@ -20,10 +20,12 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "helpers/file_test_util.h"
 #include "helpers/sm_test_util.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
@@ -74,9 +76,8 @@ static void capture_keys(lmc_trace_op op, const lmc_object_key *keys, size_t n)
 static lmc_trace_recorder *record_to(fixture *f)
 {
     lmc_trace_recorder *r;
-    assert_int_equal(lmc_trace_maybe_init(f->bus, "storage", f->path, "{\"a\": 1}", "abc", &r,
-                                          NULL),
-                     LMC_OK);
+    assert_int_equal(
+        lmc_trace_maybe_init(f->bus, "storage", f->path, "{\"a\": 1}", "abc", &r, NULL), LMC_OK);
     assert_non_null(r);
     assert_int_equal(lmc_event_bus_start(f->bus), LMC_OK);
     return r;
@@ -644,8 +645,7 @@ static void test_lifecycle_rejects_an_unsupported_level(void **state)
     fixture *f = *state;
     lmc_trace_recorder *r;
     lmc_error err;
-    assert_int_equal(lmc_trace_maybe_init(f->bus, "gpu", NULL, "", "", &r, &err),
-                     LMC_ERR_INVALID);
+    assert_int_equal(lmc_trace_maybe_init(f->bus, "gpu", NULL, "", "", &r, &err), LMC_ERR_INVALID);
     assert_non_null(strstr(err.msg, "unsupported trace level"));
     assert_false(lmc_trace_enabled());
 }
@@ -665,19 +665,90 @@ static void test_default_output_path_is_under_tmpdir_with_pid_and_utc_time(void 
     assert_string_equal(path + strlen(path) - 4, ".lct");
 }
 
+static void test_the_default_path_never_writes_through_a_planted_link(void **state)
+{
+    fixture *f = *state;
+    char victim[600];
+    snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+    file_test_plant_victim(victim);
+    setenv("TMPDIR", f->dir, 1);
+    /* The name is predictable: plant links for this second and the next few. */
+    time_t now = time(NULL);
+    char planted[5][600];
+    for (int i = 0; i < 5; i++) {
+        struct tm tm;
+        time_t t = now + i;
+        gmtime_r(&t, &tm);
+        char stamp[32];
+        strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", &tm);
+        snprintf(planted[i], sizeof(planted[i]), "%s/lmcache-trace-%d-%s.lct", f->dir,
+                 (int)getpid(), stamp);
+        assert_int_equal(symlink(victim, planted[i]), 0);
+    }
+    lmc_trace_recorder *r;
+    lmc_error err;
+    assert_int_equal(lmc_trace_maybe_init(f->bus, "storage", NULL, "", "", &r, &err), LMC_OK);
+    unsetenv("TMPDIR");
+    assert_int_equal(lmc_event_bus_start(f->bus), LMC_OK);
+    const char *path = lmc_trace_recorder_path(r);
+    for (int i = 0; i < 5; i++)
+        assert_string_not_equal(path, planted[i]);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 0777, 0600);
+    finish(f, r);
+    file_test_assert_victim(victim);
+}
+
+static void test_an_explicit_output_refuses_a_symlink(void **state)
+{
+    fixture *f = *state;
+    char victim[600];
+    snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+    file_test_plant_victim(victim);
+    assert_int_equal(symlink(victim, f->path), 0);
+    lmc_trace_recorder *r = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_trace_maybe_init(f->bus, "storage", f->path, "", "", &r, &err),
+                     LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "is a symbolic link: refusing to write through it"));
+    assert_null(r);
+    assert_false(lmc_trace_enabled());
+    file_test_assert_victim(victim);
+}
+
+static void test_an_explicit_output_that_exists_is_overwritten_with_mode_0600(void **state)
+{
+    fixture *f = *state;
+    file_test_plant_victim(f->path);
+    assert_int_equal(chmod(f->path, 0644), 0);
+    lmc_trace_recorder *r = record_to(f);
+    finish(f, r);
+    struct stat st;
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal(st.st_mode & 0777, 0600);
+    lmc_trace_reader *rd = open_reader(f->path); /* a trace now, not "precious" */
+    lmc_trace_reader_close(rd);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_gate_is_off_by_default_and_nothing_is_published,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gate_is_off_by_default_and_nothing_is_published, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_open_turns_the_gate_on_and_close_turns_it_off, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_header_with_attached_config_round_trips, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_header_without_attach_has_empty_config, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_trace_file_is_created_with_mode_0600, setup,
-                                        teardown),
+        cmocka_unit_test_setup_teardown(test_trace_file_is_created_with_mode_0600, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_the_default_path_never_writes_through_a_planted_link,
+                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_an_explicit_output_refuses_a_symlink, setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_an_explicit_output_that_exists_is_overwritten_with_mode_0600, setup, teardown),
         cmocka_unit_test_setup_teardown(
             test_storage_manager_calls_are_recorded_with_their_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_captures_across_the_ring_end_record_their_arguments,
@@ -690,8 +761,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(test_bus_stop_alone_flushes_and_closes_the_file, setup,
                                         teardown),
-        cmocka_unit_test_setup_teardown(test_four_threads_every_record_once_in_thread_order,
-                                        setup, teardown),
+        cmocka_unit_test_setup_teardown(test_four_threads_every_record_once_in_thread_order, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_queue_overflow_is_counted_exactly, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_errors_are_counted_and_the_process_goes_on,
                                         setup, teardown),

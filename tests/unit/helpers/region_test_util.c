@@ -80,7 +80,7 @@ int rt_setup(void **state)
     rt_fixture *f = calloc(1, sizeof(*f));
     assert_non_null(f);
     f->sm = sm_test_create("--l1-size-gb 0.02 --eviction-policy LRU");
-    assert_int_equal(lmc_engine_create(f->sm, RT_CHUNK, &f->e, &t_err), LMC_OK);
+    assert_int_equal(lmc_engine_create(f->sm, RT_CHUNK, NULL, 300 * 1000, &f->e, &t_err), LMC_OK);
     assert_int_equal(lmc_regions_create(RT_CHUNK, &f->rs, &t_err), LMC_OK);
     f->ctx = (lmc_op_ctx){.engine = f->e, .regions = f->rs};
     *state = f;
@@ -169,6 +169,13 @@ lmc_ipc_key rt_key(const rt_prompt *p, const char *model, int64_t ws, int64_t wo
 lmc_status rt_transfer(rt_fixture *f, lmc_op op, rt_who w, int64_t instance, const rt_prompt *p,
                        const char *model, int64_t ws, int64_t worker, int64_t first)
 {
+    return rt_transfer_as(f, op, "rid", w, instance, p, model, ws, worker, first);
+}
+
+lmc_status rt_transfer_as(rt_fixture *f, lmc_op op, const char *rid, rt_who w, int64_t instance,
+                          const rt_prompt *p, const char *model, int64_t ws, int64_t worker,
+                          int64_t first)
+{
     int64_t ids[64 * RT_BPC];
     size_t nb = p->n / RT_TPB;
     for (size_t i = 0; i < nb; i++)
@@ -177,7 +184,7 @@ lmc_status rt_transfer(rt_fixture *f, lmc_op op, rt_who w, int64_t instance, con
                      .conn_id = w.conn,
                      .peer_uid = w.uid,
                      .instance_id = instance,
-                     .key = rt_key(p, model, ws, worker, "rid"),
+                     .key = rt_key(p, model, ws, worker, rid),
                      .block_ids = ids,
                      .n_block_ids = nb};
     return rt_run(f, &q);

@@ -81,9 +81,16 @@ void rt_prompt_make(rt_prompt *p, size_t n_chunks, uint32_t seed);
 /* The key of the whole prompt (worker < 0: a lookup's). */
 lmc_ipc_key rt_key(const rt_prompt *p, const char *model, int64_t ws, int64_t worker,
                    const char *rid);
-/* store or retrieve (op) of the whole prompt through blocks first, first + 1, ... */
+/*
+ * store or retrieve (op) of the whole prompt through blocks first, first +
+ * 1, ..., under request id "rid"; rt_transfer_as names it (a retrieve reads
+ * through the locks of its lookup's session, sessions.h).
+ */
 lmc_status rt_transfer(rt_fixture *f, lmc_op op, rt_who w, int64_t instance, const rt_prompt *p,
                        const char *model, int64_t ws, int64_t worker, int64_t first);
+lmc_status rt_transfer_as(rt_fixture *f, lmc_op op, const char *rid, rt_who w, int64_t instance,
+                          const rt_prompt *p, const char *model, int64_t ws, int64_t worker,
+                          int64_t first);
 /* lookup (every rank of ws) under rid and wait: the hit chunks, read-locked for one reader. */
 size_t rt_lookup(rt_fixture *f, const rt_prompt *p, const char *model, int64_t ws, const char *rid);
 
