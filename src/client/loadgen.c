@@ -340,6 +340,8 @@ static lmc_loadgen_latency latency(const worker *ws, int nw, size_t which)
     size_t at = 0;
     for (int i = 0; i < nw; i++) {
         const lmc_samples *s = samples_of(&ws[i], which);
+        if (s->n == 0)
+            continue; /* s->v may be NULL: no memcpy from it, even of 0 bytes (UBSan) */
         memcpy(all + at, s->v, s->n * sizeof(*all));
         at += s->n;
     }
