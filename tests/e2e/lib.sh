@@ -115,7 +115,7 @@ chromium_render() {
         --no-first-run --disable-background-networking --disable-component-update --disable-sync)
     "${run[@]}" --user-data-dir="$(mktemp -d -p "$T")" --screenshot="$png" --window-size=1200,1600 \
         "file://$html" > /dev/null 2>> "$T/chromium.err"
-    expect "chromium renders $(basename "$html")" $?
+    _st=$?; expect "chromium renders $(basename "$html")" $_st
     python3 - "$png" <<'PYEOF'
 import struct, sys, zlib
 d = open(sys.argv[1], "rb").read()
@@ -140,9 +140,9 @@ for y in range(0, h, 4):
 assert w == 1200 and h == 1600, (w, h)
 assert len(colours) > 40, "blank screenshot: %d distinct values" % len(colours)
 PYEOF
-    expect "the screenshot of $(basename "$html") is not blank" $?
+    _st=$?; expect "the screenshot of $(basename "$html") is not blank" $_st
     "${run[@]}" --user-data-dir="$(mktemp -d -p "$T")" --dump-dom "file://$html" > "$dom" \
         2>> "$T/chromium.err"
-    expect "chromium dumps the DOM of $(basename "$html")" $?
+    _st=$?; expect "chromium dumps the DOM of $(basename "$html")" $_st
     return 0
 }

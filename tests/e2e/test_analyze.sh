@@ -56,7 +56,7 @@ expect "trace info's JSON has the same per-op counts" $?
 
 # --- 3. trace analyze: the figures agree -----------------------------------------
 "$LMCACHE" trace analyze "$T/rec.lct" --sizes 0.01,0.05,1 > "$T/analyze.txt" 2> "$T/analyze.err"
-expect "trace analyze exits 0: $(head -3 "$T/analyze.err")" $?
+_st=$?; expect "trace analyze exits 0: $(head -3 "$T/analyze.err")" $_st
 for section in "Workload" "Recorded hit rate" "Per model / cache_salt" \
     "LRU miss-ratio curve (chunk hit rate against L1 capacity; exact)" \
     "Reuse distance (distinct keys since the previous access of the key)"; do
@@ -135,7 +135,7 @@ for s in ${sizes//,/ }; do
     "$LMCACHE" trace replay "$T/rec.lct" --l1-size-gb "$s" --eviction-policy LRU --mode engine \
         --pace virtual --output-dir "$T" --no-csv -q --format json --output "$T/engine-$s.json" \
         2> "$T/engine.err"
-    expect "the engine-mode replay at $s GiB: $(head -2 "$T/engine.err")" $?
+    _st=$?; expect "the engine-mode replay at $s GiB: $(head -2 "$T/engine.err")" $_st
     python3 - "$T/curve.json" "$T/engine-$s.json" "$s" <<'EOF2'
 import json, sys
 curve = json.load(open(sys.argv[1]))

@@ -44,14 +44,14 @@ mkdir "$T/r1"
 [ "$rc" = 0 ] || cat "$T/r1/err.txt"
 expect "replay with a cluster L2 adapter exits 0" "$rc"
 [ -f "$T/r1/trace_replay_summary.json" ]; expect "replay writes its summary" $?
-[ "$(keys)" = 4 ]; expect "the trace's 4 keys are in the cluster ($(keys) found)" $?
+[ "$(keys)" = 4 ]; _st=$?; expect "the trace's 4 keys are in the cluster ($(keys) found)" $_st
 
 # The same config without "cluster": the seed's INFO cluster says so.
 L2_DETECT="{\"type\": \"resp\", \"port\": ${PORTS[1]}, \"key_prefix\": \"detect:\"}"
 "$LMCACHE" trace replay "$T/store.lct" $SM --l2-adapter "$L2_DETECT" -q --no-csv \
     --output-dir "$T/r2" > /dev/null 2> "$T/r2.err"; rc=$?
 [ "$rc" = 0 ] && [ "$(keys)" = 8 ]
-expect "a detected cluster works the same (rc $rc, $(keys) keys)" $?
+_st=$?; expect "a detected cluster works the same (rc $rc, $(keys) keys)" $_st
 
 err=$("$LMCACHE" trace replay "$T/store.lct" $SM \
     --l2-adapter '{"type": "resp", "cluster": true, "nodes": ["127.0.0.1"]}' 2>&1 >/dev/null); rc=$?

@@ -34,7 +34,7 @@ awk -v h="${hit:-0}" 'BEGIN { exit !(h > 0) }'; expect "bench reports a non-zero
 
 # Garbage, then a normal client is still served.
 "$TOOLS/send_garbage" 127.0.0.1 "$PORT" 400 > "$T/garbage.out" 2>&1
-expect "garbage gets error replies and the server stays up: $(cat "$T/garbage.out")" $?
+_st=$?; expect "garbage gets error replies and the server stays up: $(cat "$T/garbage.out")" $_st
 "$LMCACHE" bench server --port "$PORT" --users 2 --rounds 2 --bytes-per-token 16 --json > "$T/bench2.json" 2>/dev/null
 expect "a normal client is served after the garbage" $?
 

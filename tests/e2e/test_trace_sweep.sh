@@ -25,7 +25,7 @@ SIZES=0.005,0.02
 POLICIES=LRU,noop
 "$LMCACHE" trace sweep "$T/rec.lct" --l1-size-gb $SIZES --eviction-policy $POLICIES --jobs 2 \
     --csv "$T/sweep.csv" --html "$T/sweep.html" > "$T/table.txt" 2> "$T/progress.txt"
-expect "trace sweep exits 0: $(tail -2 "$T/progress.txt")" $?
+_st=$?; expect "trace sweep exits 0: $(tail -2 "$T/progress.txt")" $_st
 "$LMCACHE" trace sweep "$T/rec.lct" --l1-size-gb $SIZES --eviction-policy $POLICIES --jobs 2 \
     --format json --output "$T/sweep.json" -q > "$T/quiet.out" 2> "$T/quiet.err"
 expect "trace sweep --format json --output -q exits 0" $?
@@ -113,7 +113,7 @@ expect "the CSV has its header" $?
     --new-config eviction_policy=noop,size_in_bytes=5368709 > "$T/compare.txt" 2> "$T/compare.err"
 rc=$?
 [ $rc = 0 ] && grep -qF "'$T/sweep.json'[0]" "$T/compare.txt" && grep -qF "'$T/sweep.json'[1]" "$T/compare.txt"
-expect "trace compare reads results 0 and 1 by --config (exit $rc: $(head -2 "$T/compare.err"))" $?
+_st=$?; expect "trace compare reads results 0 and 1 by --config (exit $rc: $(head -2 "$T/compare.err"))" $_st
 "$LMCACHE" trace compare "$T/sweep.json" "$T/sweep.json" --base-config 2 --new-config 3 > /dev/null
 expect "trace compare reads results by index" $?
 
@@ -161,7 +161,7 @@ sweep_error() { # NAME WANT-TEXT ARGS...
     local name=$1 want=$2
     shift 2
     expect_rc "$name exits 2" 2 "$LMCACHE" trace sweep "$T/rec.lct" "$@"
-    grep -qF -- "$want" "$T/err"; expect "$name names it ($(head -1 "$T/err"))" $?
+    grep -qF -- "$want" "$T/err"; _st=$?; expect "$name names it ($(head -1 "$T/err"))" $_st
 }
 sweep_error "an empty list item" "--l1-size-gb: '0.5,,1' has an empty item" \
     --l1-size-gb 0.5,,1 --eviction-policy LRU
