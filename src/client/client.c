@@ -39,6 +39,7 @@
 #include <zmq.h>
 
 #include "core/clock.h"
+#include "core/file.h"
 #include "core/mp_reader.h"
 #include "server/protocol.h"
 
@@ -86,6 +87,33 @@ struct lmc_client {
 };
 
 static atomic_uint_fast64_t shm_counter;
+
+/*
+ * Create the KV region's shm object, exclusively, as
+ * "/lmcache-client-<pid>-<n>-<random>". The pid and counter say whose it is
+ * (tests clean up a killed client's objects by pid); the random part is
+ * there because pids repeat: an object left by an earlier process with this
+ * pid (one killed before it registered, or from another container sharing
+ * /dev/shm) would otherwise stop every client that gets that pid. A name
+ * that is taken anyway is tried again with another random part.
+ */
+static lmc_status create_region(lmc_client *c, lmc_error *err)
+{
+    unsigned long long n = (unsigned long long)atomic_fetch_add(&shm_counter, 1);
+    for (int tries = 0; tries < 8; tries++) {
+        snprintf(c->shm_name, sizeof(c->shm_name), LMC_REGION_NAME_PREFIX "%ld-%llu-%08x",
+                 (long)getpid(), n, lmc_file_nonce());
+        c->shm_fd = shm_open(c->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
+        if (c->shm_fd >= 0)
+            return LMC_OK;
+        if (errno != EEXIST)
+            break;
+    }
+    lmc_status st = lmc_error_set(err, LMC_ERR_IO, "client: shm_open('%s'): %s", c->shm_name,
+                                  strerror(errno));
+    c->shm_name[0] = '\0';
+    return st;
+}
 
 void lmc_client_config_init(lmc_client_config *cfg)
 {
@@ -469,15 +497,8 @@ lmc_status lmc_client_create(const lmc_client_config *cfg, lmc_client **out, lmc
     }
 
     /* KV region. */
-    snprintf(c->shm_name, sizeof(c->shm_name), LMC_REGION_NAME_PREFIX "%ld-%llu", (long)getpid(),
-             (unsigned long long)atomic_fetch_add(&shm_counter, 1));
-    c->shm_fd = shm_open(c->shm_name, O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (c->shm_fd < 0) {
-        st = lmc_error_set(err, LMC_ERR_IO, "client: shm_open('%s'): %s", c->shm_name,
-                           strerror(errno));
-        c->shm_name[0] = '\0';
+    if ((st = create_region(c, err)) != LMC_OK)
         goto fail;
-    }
     if (ftruncate(c->shm_fd, (off_t)c->region_bytes) != 0) {
         st = lmc_error_set(err, LMC_ERR_IO, "client: cannot size shm '%s' to %zu bytes: %s",
                            c->shm_name, c->region_bytes, strerror(errno));

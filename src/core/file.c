@@ -5,7 +5,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -51,4 +53,12 @@ lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, i
     }
     *fd_out = fd;
     return LMC_OK;
+}
+
+uint32_t lmc_file_nonce(void)
+{
+    uint32_t x = 0;
+    if (getrandom(&x, sizeof(x), 0) != sizeof(x))
+        x = (uint32_t)rand();
+    return x;
 }

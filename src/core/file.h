@@ -16,6 +16,7 @@
 #define LMC_CORE_FILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "lmcache/status.h"
 
@@ -27,5 +28,13 @@
  */
 lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, int *fd_out,
                            lmc_error *err);
+
+/*
+ * A random value for a name the program chooses (a trace path, a shared
+ * memory region) when a predictable one may be taken: by a file left from
+ * an earlier process with the same pid, or planted. From getrandom(2);
+ * rand() if that fails.
+ */
+uint32_t lmc_file_nonce(void);
 
 #endif

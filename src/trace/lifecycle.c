@@ -6,10 +6,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/log.h"
 #include "trace/capture.h"
 
@@ -39,10 +39,7 @@ static lmc_status open_default(const char *level, lmc_trace_recorder **r, char *
     lmc_status st = lmc_trace_recorder_create(path, level, true, true, r, err);
     size_t stem = strlen(path) - 4; /* before ".lct" */
     for (int tries = 0; st == LMC_ERR_BUSY && tries < 8 && stem + 12 < len; tries++) {
-        uint32_t x = 0;
-        if (getrandom(&x, sizeof(x), 0) != sizeof(x))
-            x = (uint32_t)rand();
-        snprintf(path + stem, len - stem, "-%08x.lct", x);
+        snprintf(path + stem, len - stem, "-%08x.lct", lmc_file_nonce());
         st = lmc_trace_recorder_create(path, level, true, true, r, err);
     }
     return st;

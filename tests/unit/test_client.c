@@ -15,10 +15,14 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <zmq.h>
 
 #include "core/net.h"
@@ -258,6 +262,51 @@ static void test_raw_calls_report_error_replies(void **state)
     lmc_client_destroy(c);
 }
 
+/*
+ * Pids repeat, and /dev/shm may be shared with other containers: objects
+ * left under this pid's names by an earlier process (one killed before it
+ * registered) do not stop a client, and the client leaves no name behind.
+ * The names planted are the ones this pid used before they had a random part.
+ */
+static int count_own_objects(void)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "lmcache-client-%ld-", (long)getpid());
+    DIR *d = opendir("/dev/shm");
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static void test_a_region_name_left_behind_does_not_block_a_client(void **state)
+{
+    fake_server *f = *state;
+    enum { PLANTED = 16 };
+    char names[PLANTED][64];
+    int before = count_own_objects();
+    for (int i = 0; i < PLANTED; i++) {
+        snprintf(names[i], sizeof(names[i]), "/lmcache-client-%ld-%d", (long)getpid(), i);
+        int fd = shm_open(names[i], O_CREAT | O_RDWR, 0600);
+        assert_true(fd >= 0);
+        close(fd);
+    }
+    assert_int_equal(count_own_objects(), before + PLANTED);
+    for (int i = 0; i < 4; i++) {
+        lmc_client *c = connect_client(f);
+        lmc_error err;
+        assert_int_equal(lmc_client_ping(c, &err), LMC_OK);
+        /* Registered: its own name is gone already. */
+        assert_int_equal(count_own_objects(), before + PLANTED);
+        lmc_client_destroy(c);
+    }
+    for (int i = 0; i < PLANTED; i++)
+        assert_int_equal(shm_unlink(names[i]), 0);
+    assert_int_equal(count_own_objects(), before);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +315,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_hostile_or_broken_replies_are_refused_without_allocating, setup, teardown),
         cmocka_unit_test_setup_teardown(test_raw_calls_report_error_replies, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_region_name_left_behind_does_not_block_a_client,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
