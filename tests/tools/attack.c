@@ -107,6 +107,7 @@
 
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/file.h"
 #include "lmcache/client.h"
 #include "server/protocol.h"
 #include "server/zmtp.h"
@@ -119,6 +120,22 @@ static const char *g_host;
 static int g_port;
 static int g_chunk; /* the server's chunk size (get_chunk_size) */
 static unsigned g_region_seq;
+
+/*
+ * "<pid>-<random hex>" for the names this process makes: pids repeat, and
+ * /dev/shm may hold an object a killed run left under this pid. Made again
+ * in a forked child (another pid); not called from the helper threads.
+ */
+static const char *tag(void)
+{
+    static char buf[32];
+    static pid_t made_for;
+    if (made_for != getpid()) {
+        made_for = getpid();
+        snprintf(buf, sizeof(buf), "%ld-%08x", (long)made_for, lmc_file_nonce());
+    }
+    return buf;
+}
 
 /* Every /dev/shm name this process made, removed at exit even when an attack fails. */
 #define MAX_NAMES 64
@@ -297,8 +314,7 @@ typedef struct region {
 
 static void region_create(region *r, int64_t num_blocks, int64_t tpb, int64_t bpt)
 {
-    snprintf(r->name, sizeof(r->name), "/lmcache-client-attack-%ld-%u", (long)getpid(),
-             g_region_seq++);
+    snprintf(r->name, sizeof(r->name), "/lmcache-client-attack-%s-%u", tag(), g_region_seq++);
     r->num_blocks = num_blocks;
     r->tpb = tpb;
     r->bpt = bpt;
@@ -821,12 +837,12 @@ static int attack_shm_steal(const char *pool)
     region_create(&victim, 16, 16, 64);
     memset(victim.base, 0xab, victim.bytes);
     char link[96], fifo[96], noprefix[96], missing[96], sem_name[64], sem_path[96], pool_name[128];
-    snprintf(link, sizeof(link), "/lmcache-client-attack-%ld-link", (long)getpid());
-    snprintf(fifo, sizeof(fifo), "/lmcache-client-attack-%ld-fifo", (long)getpid());
-    snprintf(noprefix, sizeof(noprefix), "/attack-%ld-noprefix", (long)getpid());
-    snprintf(missing, sizeof(missing), "/lmcache-client-attack-%ld-missing", (long)getpid());
-    snprintf(sem_name, sizeof(sem_name), "/attack-%ld", (long)getpid());
-    snprintf(sem_path, sizeof(sem_path), "sem.attack-%ld", (long)getpid());
+    snprintf(link, sizeof(link), "/lmcache-client-attack-%s-link", tag());
+    snprintf(fifo, sizeof(fifo), "/lmcache-client-attack-%s-fifo", tag());
+    snprintf(noprefix, sizeof(noprefix), "/attack-%s-noprefix", tag());
+    snprintf(missing, sizeof(missing), "/lmcache-client-attack-%s-missing", tag());
+    snprintf(sem_name, sizeof(sem_name), "/attack-%s", tag());
+    snprintf(sem_path, sizeof(sem_path), "sem.attack-%s", tag());
     snprintf(pool_name, sizeof(pool_name), "/%s", pool);
     char sem_shm[100]; /* a named semaphore is the shm object "/sem.NAME" */
     snprintf(sem_shm, sizeof(sem_shm), "/%s", sem_path);

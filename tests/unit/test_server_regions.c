@@ -60,7 +60,7 @@ static void test_register_maps_only_objects_the_client_could_have_made_for_it(vo
     char link[128], fifo[128], noprefix[64], badchar[128], missing[128];
     snprintf(link, sizeof(link), "%s-link", own.name);
     snprintf(fifo, sizeof(fifo), "%s-fifo", own.name);
-    snprintf(noprefix, sizeof(noprefix), "/unit-%ld-noprefix", (long)getpid());
+    snprintf(noprefix, sizeof(noprefix), "/unit-%s-noprefix", rt_tag());
     snprintf(badchar, sizeof(badchar), "%s~", own.name);
     snprintf(missing, sizeof(missing), "%s-missing", own.name);
     char path[160], target[160];
@@ -73,8 +73,8 @@ static void test_register_maps_only_objects_the_client_could_have_made_for_it(vo
     assert_true(np >= 0);
     assert_int_equal(ftruncate(np, 4 * RT_TPB * 64), 0);
     char sem_name[64], sem_obj[80];
-    snprintf(sem_name, sizeof(sem_name), "/unit-%ld", (long)getpid());
-    snprintf(sem_obj, sizeof(sem_obj), "sem.unit-%ld", (long)getpid());
+    snprintf(sem_name, sizeof(sem_name), "/unit-%s", rt_tag());
+    snprintf(sem_obj, sizeof(sem_obj), "sem.unit-%s", rt_tag());
     sem_t *sem = sem_open(sem_name, O_CREAT | O_EXCL, 0600, 1);
     assert_true(sem != SEM_FAILED);
 

@@ -13,6 +13,7 @@
 #include "helpers/region_test_util.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/file.h"
 #include "helpers/sm_test_util.h"
 
 /* The last request's error on this thread (the race tests run requests on several). */
@@ -32,10 +34,23 @@ lmc_error *rt_err(void)
 }
 
 static unsigned g_seq;
+static char g_tag[32];
+static pthread_once_t g_tag_once = PTHREAD_ONCE_INIT;
+
+static void make_tag(void)
+{
+    snprintf(g_tag, sizeof(g_tag), "%ld-%08x", (long)getpid(), lmc_file_nonce());
+}
+
+const char *rt_tag(void)
+{
+    pthread_once(&g_tag_once, make_tag);
+    return g_tag;
+}
 
 static void shm_name(char *out, size_t cap, unsigned seq)
 {
-    snprintf(out, cap, LMC_REGION_NAME_PREFIX "unit-%ld-%u", (long)getpid(), seq);
+    snprintf(out, cap, LMC_REGION_NAME_PREFIX "unit-%s-%u", rt_tag(), seq);
 }
 
 /* A test that fails an assertion skips its rt_shm_drop: what it made goes at exit. */

@@ -59,7 +59,13 @@ lmc_error *rt_err(void);
 int rt_setup(void **state);
 int rt_teardown(void **state);
 
-/* A fresh object "/lmcache-client-unit-<pid>-<n>" of num_blocks blocks of RT_TPB x bpt bytes. */
+/*
+ * This process's tag for the names it makes: "<pid>-<random hex>". Pids
+ * repeat and /dev/shm may hold an object a killed run left under this pid.
+ */
+const char *rt_tag(void);
+
+/* A fresh object "/lmcache-client-unit-<tag>-<n>" of num_blocks blocks of RT_TPB x bpt bytes. */
 void rt_shm_make(rt_shm *s, int64_t num_blocks, int64_t bpt);
 void rt_shm_drop(rt_shm *s);
 uint8_t *rt_block(const rt_shm *s, int64_t b);
