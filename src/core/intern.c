@@ -99,52 +99,17 @@ static intern_table *table_ensure_room(intern_table *t)
     return bigger;
 }
 
-const char *lmc_intern_find(const char *s, size_t len)
+/* Called under g_lock after a miss there: the new entry's copy of s, or NULL (no memory). */
+static const char *insert_locked(intern_table *t, uint64_t hash, const char *s, size_t len)
 {
-    if (len == 0)
-        return g_empty;
-    uint64_t hash = XXH3_64bits(s, len);
-    intern_table *t = atomic_load_explicit(&g_table, memory_order_acquire);
-    const char *hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
-    if (hit != NULL)
-        return hit;
-    /* A miss may race with an insert: the table under the lock is the answer. */
-    pthread_mutex_lock(&g_lock);
-    t = atomic_load_explicit(&g_table, memory_order_relaxed);
-    hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
-    pthread_mutex_unlock(&g_lock);
-    return hit;
-}
-
-const char *lmc_intern(const char *s, size_t len)
-{
-    if (len == 0)
-        return g_empty;
-
-    uint64_t hash = XXH3_64bits(s, len);
-    intern_table *t = atomic_load_explicit(&g_table, memory_order_acquire);
-    if (t != NULL) {
-        const char *hit = probe(t, hash, s, len, NULL);
-        if (hit != NULL)
-            return hit;
-    }
-
-    const char *result = NULL;
-    pthread_mutex_lock(&g_lock);
-    t = atomic_load_explicit(&g_table, memory_order_relaxed);
-    if (t != NULL) {
-        result = probe(t, hash, s, len, NULL);
-        if (result != NULL)
-            goto out;
-    }
     t = table_ensure_room(t);
     if (t == NULL)
-        goto out;
+        return NULL;
     if (len > SIZE_MAX - sizeof(intern_entry) - 1)
-        goto out;
+        return NULL;
     intern_entry *e = malloc(sizeof(*e) + len + 1);
     if (e == NULL)
-        goto out;
+        return NULL;
     e->hash = hash;
     e->len = len;
     memcpy(e->data, s, len);
@@ -153,8 +118,39 @@ const char *lmc_intern(const char *s, size_t len)
     probe(t, hash, s, len, &slot);
     atomic_store_explicit(&t->slots[slot], e, memory_order_release);
     t->count++;
-    result = e->data;
-out:
+    return e->data;
+}
+
+/*
+ * The one lookup behind lmc_intern_find and lmc_intern, so both keep the
+ * same race rule: a lock-free probe first, and a miss re-probes under g_lock
+ * (it may race with an insert) before it is an answer or, with insert, an
+ * insertion.
+ */
+static const char *lookup(const char *s, size_t len, bool insert)
+{
+    if (len == 0)
+        return g_empty;
+    uint64_t hash = XXH3_64bits(s, len);
+    intern_table *t = atomic_load_explicit(&g_table, memory_order_acquire);
+    const char *hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
+    if (hit != NULL)
+        return hit;
+    pthread_mutex_lock(&g_lock);
+    t = atomic_load_explicit(&g_table, memory_order_relaxed);
+    hit = t != NULL ? probe(t, hash, s, len, NULL) : NULL;
+    if (hit == NULL && insert)
+        hit = insert_locked(t, hash, s, len);
     pthread_mutex_unlock(&g_lock);
-    return result;
+    return hit;
+}
+
+const char *lmc_intern_find(const char *s, size_t len)
+{
+    return lookup(s, len, false);
+}
+
+const char *lmc_intern(const char *s, size_t len)
+{
+    return lookup(s, len, true);
 }
