@@ -24,6 +24,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "core/key_format.h"
 #include "core/names.h"
 
 /* How much of an offending value an error message quotes. */
@@ -254,54 +255,36 @@ int64_t lmc_compute_kv_rank(unsigned world_size, unsigned global_rank, unsigned 
                      ((local_world_size & 0xFF) << 8) | (local_rank & 0xFF));
 }
 
-/* A bounded writer that keeps counting past the end, like snprintf. */
-typedef struct appender {
-    char *buf;
-    size_t cap;
-    size_t pos;
-} appender;
-
-static void append(appender *a, const char *s, size_t n)
-{
-    if (a->pos < a->cap) {
-        size_t room = a->cap - 1 - a->pos; /* keep one byte for the NUL */
-        memcpy(a->buf + a->pos, s, n < room ? n : room);
-    }
-    a->pos += n;
-}
-
-static void append_str(appender *a, const char *s)
-{
-    append(a, s, strlen(s));
-}
-
-size_t lmc_object_key_format(const lmc_object_key *key, char *buf, size_t len)
+void lmc_object_key_put_fields(lmc_fixbuf *o, const lmc_object_key *key)
 {
     static const char hexdigits[] = "0123456789abcdef";
-    appender a = {buf, len, 0};
     char num[32];
 
-    append_str(&a, key->model_name != NULL ? key->model_name : "");
     /* Python's f"{kv_rank:08x}": a sign counts toward the width. */
     if (key->kv_rank < 0)
         snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
     else
         snprintf(num, sizeof(num), "@0x%08" PRIx64, (uint64_t)key->kv_rank);
-    append_str(&a, num);
+    lmc_fixbuf_puts(o, num);
     snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
-    append_str(&a, num);
+    lmc_fixbuf_puts(o, num);
     const uint8_t *hash = lmc_object_key_hash_bytes(key);
     for (size_t i = 0; i < key->chunk_hash_len; i++) {
         char pair[2] = {hexdigits[hash[i] >> 4], hexdigits[hash[i] & 0xF]};
-        append(&a, pair, 2);
+        lmc_fixbuf_append(o, pair, 2);
     }
     if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {
-        append(&a, "@", 1);
-        append_str(&a, key->cache_salt);
+        lmc_fixbuf_append(o, "@", 1);
+        lmc_fixbuf_puts(o, key->cache_salt);
     }
-    if (len > 0)
-        buf[a.pos < len ? a.pos : len - 1] = '\0';
-    return a.pos;
+}
+
+size_t lmc_object_key_format(const lmc_object_key *key, char *buf, size_t len)
+{
+    lmc_fixbuf o = LMC_FIXBUF(buf, len);
+    lmc_fixbuf_puts(&o, key->model_name != NULL ? key->model_name : "");
+    lmc_object_key_put_fields(&o, key);
+    return lmc_fixbuf_finish(&o);
 }
 
 /* ---------------------------------------------------------------------- */

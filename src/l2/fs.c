@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/key_format.h"
 #include "core/keymap.h"
 #include "core/keyvec.h"
 #include "core/log.h"
@@ -153,27 +154,9 @@ static void put_model(lmc_fixbuf *o, const char *model)
 
 size_t lmc_l2_fs_key_name(const lmc_object_key *key, char *buf, size_t len)
 {
-    static const char hex[] = "0123456789abcdef";
     lmc_fixbuf o = LMC_FIXBUF(buf, len);
-    char num[40];
     put_model(&o, key->model_name != NULL ? key->model_name : "");
-    /* Python's f"{kv_rank:08x}": the sign counts toward the width. */
-    if (key->kv_rank < 0)
-        snprintf(num, sizeof(num), "@0x-%07" PRIx64, -(uint64_t)key->kv_rank);
-    else
-        snprintf(num, sizeof(num), "@0x%08" PRIx64, (uint64_t)key->kv_rank);
-    lmc_fixbuf_append(&o, num, strlen(num));
-    snprintf(num, sizeof(num), "@%" PRIx64 "@", (uint64_t)key->object_group_id);
-    lmc_fixbuf_append(&o, num, strlen(num));
-    const uint8_t *hash = lmc_object_key_hash_bytes(key);
-    for (size_t i = 0; i < key->chunk_hash_len; i++) {
-        char pair[2] = {hex[hash[i] >> 4], hex[hash[i] & 0xF]};
-        lmc_fixbuf_append(&o, pair, 2);
-    }
-    if (key->cache_salt != NULL && key->cache_salt[0] != '\0') {
-        lmc_fixbuf_append(&o, "@", 1);
-        lmc_fixbuf_append(&o, key->cache_salt, strlen(key->cache_salt));
-    }
+    lmc_object_key_put_fields(&o, key);
     lmc_fixbuf_append(&o, ".data", 5);
     return lmc_fixbuf_finish(&o);
 }
