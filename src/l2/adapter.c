@@ -605,50 +605,30 @@ static const char *key_salt(const lmc_object_key *key)
     return key->cache_salt != NULL ? key->cache_salt : "";
 }
 
-/* Copy the listeners so they can be called without the lock. */
-static size_t snapshot_listeners(lmc_l2_adapter *a, lmc_l2_listener *out)
-{
-    size_t n = a->n_listeners;
-    memcpy(out, a->listeners, n * sizeof(*out));
-    return n;
-}
+/* What a notification reports; each kind changes the usage its own way. */
+typedef enum l2_change { L2_STORED, L2_ACCESSED, L2_DELETED } l2_change;
 
-void lmc_l2_notify_stored(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
-                          size_t n)
+/* Under usage_lock: add the stored bytes; false when a salt's share went unrecorded (no memory). */
+static bool account_stored(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
+                           size_t n)
 {
-    if (n == 0)
-        return;
-    lmc_l2_listener ls[LMC_L2_MAX_LISTENERS];
-    size_t nl;
-    bool salt_oom = false;
-    pthread_mutex_lock(&a->usage_lock);
+    bool ok = true;
     for (size_t i = 0; i < n; i++) {
         a->bytes_used += sizes[i];
         salt_slot *s = salt_get(a, key_salt(&keys[i]), true);
         if (s != NULL)
             s->bytes += sizes[i];
         else
-            salt_oom = true;
+            ok = false;
     }
-    nl = snapshot_listeners(a, ls);
-    pthread_mutex_unlock(&a->usage_lock);
-    if (salt_oom)
-        LMC_ERROR(COMPONENT, "%s: per-salt usage not recorded (out of memory)", a->ops->type);
-    for (size_t i = 0; i < nl; i++) {
-        if (ls[i].on_stored != NULL)
-            ls[i].on_stored(ls[i].ud, keys, sizes, n);
-    }
+    return ok;
 }
 
-void lmc_l2_notify_deleted(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
-                           size_t n)
+/* Under usage_lock: take the deleted bytes off, clamped at 0; how many keys would go below. */
+static size_t account_deleted(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
+                              size_t n)
 {
-    if (n == 0)
-        return;
-    lmc_l2_listener ls[LMC_L2_MAX_LISTENERS];
-    size_t nl;
     size_t underflows = 0;
-    pthread_mutex_lock(&a->usage_lock);
     for (size_t i = 0; i < n; i++) {
         salt_slot *s = salt_get(a, key_salt(&keys[i]), false);
         uint64_t have = s != NULL ? s->bytes : 0;
@@ -658,30 +638,61 @@ void lmc_l2_notify_deleted(lmc_l2_adapter *a, const lmc_object_key *keys, const 
         if (s != NULL)
             s->bytes = have < sizes[i] ? 0 : have - sizes[i];
     }
-    nl = snapshot_listeners(a, ls);
+    return underflows;
+}
+
+/*
+ * The one path of the three notifications: the usage changes and the
+ * listeners are copied under usage_lock, and the listeners are called from
+ * the copy after it is released.
+ */
+static void notify(lmc_l2_adapter *a, l2_change what, const lmc_object_key *keys,
+                   const uint64_t *sizes, size_t n)
+{
+    if (n == 0)
+        return;
+    lmc_l2_listener ls[LMC_L2_MAX_LISTENERS];
+    bool salt_oom = false;
+    size_t underflows = 0;
+    pthread_mutex_lock(&a->usage_lock);
+    if (what == L2_STORED)
+        salt_oom = !account_stored(a, keys, sizes, n);
+    else if (what == L2_DELETED)
+        underflows = account_deleted(a, keys, sizes, n);
+    size_t nl = a->n_listeners;
+    memcpy(ls, a->listeners, nl * sizeof(ls[0]));
     pthread_mutex_unlock(&a->usage_lock);
+    if (salt_oom)
+        LMC_ERROR(COMPONENT, "%s: per-salt usage not recorded (out of memory)", a->ops->type);
     /* One line per call: a burst of bad deletes must not flood the log. */
     if (underflows > 0)
         LMC_WARN(COMPONENT, "%s: usage would go below 0 for %zu of %zu deleted keys; clamped at 0",
                  a->ops->type, underflows, n);
     for (size_t i = 0; i < nl; i++) {
-        if (ls[i].on_deleted != NULL)
+        if (what == L2_STORED && ls[i].on_stored != NULL)
+            ls[i].on_stored(ls[i].ud, keys, sizes, n);
+        else if (what == L2_ACCESSED && ls[i].on_accessed != NULL)
+            ls[i].on_accessed(ls[i].ud, keys, n);
+        else if (what == L2_DELETED && ls[i].on_deleted != NULL)
             ls[i].on_deleted(ls[i].ud, keys, sizes, n);
     }
 }
 
+void lmc_l2_notify_stored(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
+                          size_t n)
+{
+    notify(a, L2_STORED, keys, sizes, n);
+}
+
+void lmc_l2_notify_deleted(lmc_l2_adapter *a, const lmc_object_key *keys, const uint64_t *sizes,
+                           size_t n)
+{
+    notify(a, L2_DELETED, keys, sizes, n);
+}
+
 void lmc_l2_notify_accessed(lmc_l2_adapter *a, const lmc_object_key *keys, size_t n)
 {
-    if (n == 0)
-        return;
-    lmc_l2_listener ls[LMC_L2_MAX_LISTENERS];
-    pthread_mutex_lock(&a->usage_lock);
-    size_t nl = snapshot_listeners(a, ls);
-    pthread_mutex_unlock(&a->usage_lock);
-    for (size_t i = 0; i < nl; i++) {
-        if (ls[i].on_accessed != NULL)
-            ls[i].on_accessed(ls[i].ud, keys, n);
-    }
+    notify(a, L2_ACCESSED, keys, NULL, n);
 }
 
 lmc_status lmc_l2_adapter_add_listener(lmc_l2_adapter *a, const lmc_l2_listener *l)
