@@ -429,6 +429,17 @@ static void reply_error(resp_adapter *r, const char *what, const redisReply *rep
               rep->str, hint);
 }
 
+/*
+ * The first bad reply of a task only (*seen: the task had one already), so a
+ * task against a broken server logs one line, not one per key.
+ */
+static void reply_error_once(resp_adapter *r, const char *what, const redisReply *rep, bool *seen)
+{
+    if (!*seen)
+        reply_error(r, what, rep);
+    *seen = true;
+}
+
 /* ------------------------------------------------------------------ */
 /* One exchange: the one server's pipeline, or the cluster's per node    */
 /* ------------------------------------------------------------------ */
@@ -548,9 +559,7 @@ static void on_store_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply
         acc->written += t->objs[i].size;
         acc->done[i] = 1;
     } else if (rep->type != REDIS_REPLY_NIL) { /* NIL: present already, skipped */
-        if (!acc->failed)
-            reply_error(r, "SET", rep);
-        acc->failed = true;
+        reply_error_once(r, "SET", rep, &acc->failed);
     }
 }
 
@@ -598,32 +607,32 @@ static bool append_exists(resp_adapter *r, redisContext *c, lmc_l2_task *t, size
 
 static void on_exists_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
 {
-    bool *warned = p;
     if (rep->type == REDIS_REPLY_INTEGER && rep->integer > 0)
         lmc_bitmap_set(&t->bitmap, i);
-    else if (rep->type == REDIS_REPLY_ERROR && !*warned) {
-        reply_error(r, "EXISTS", rep);
-        *warned = true;
-    }
+    else if (rep->type == REDIS_REPLY_ERROR)
+        reply_error_once(r, "EXISTS", rep, p);
 }
 
-static void clear_all(lmc_l2_task *t)
+/*
+ * The exchange of a lookup or a load, whose replies set the hits' bits.
+ * One server: a broken task reports nothing found, not half an answer.
+ * Cluster: each key's answer stands; the keys of a node that failed are
+ * misses.
+ */
+static void exchange_hits(resp_adapter *r, size_t index, lmc_l2_task *t, append_fn append,
+                          reply_fn on_reply, const char *what)
 {
-    for (size_t i = 0; i < t->n; i++)
-        lmc_bitmap_clear(&t->bitmap, i);
+    bool warned = false;
+    if (!exchange(r, index, t, append, on_reply, &warned, what) && r->cl == NULL) {
+        for (size_t i = 0; i < t->n; i++)
+            lmc_bitmap_clear(&t->bitmap, i);
+    }
 }
 
 static bool run_lookup(void *ud, size_t index, lmc_l2_task *t)
 {
     resp_adapter *r = ud;
-    bool warned = false;
-    /*
-     * One server: a broken task reports nothing found, not half an answer.
-     * Cluster: each key's answer stands; the keys of a node that failed are
-     * misses.
-     */
-    if (!exchange(r, index, t, append_exists, on_exists_reply, &warned, "EXISTS") && r->cl == NULL)
-        clear_all(t);
+    exchange_hits(r, index, t, append_exists, on_exists_reply, "EXISTS");
     /* Lock before publishing, so eviction cannot delete a hit the caller is about to load. */
     pthread_mutex_lock(&r->lock);
     lmc_l2_lock_hits(r->locks, t);
@@ -639,24 +648,20 @@ static bool append_get(resp_adapter *r, redisContext *c, lmc_l2_task *t, size_t 
 
 static void on_get_reply(resp_adapter *r, lmc_l2_task *t, size_t i, redisReply *rep, void *p)
 {
-    bool *warned = p;
     /* A value of another length belongs to another layout: a miss, not a partial copy. */
     if (rep->type == REDIS_REPLY_STRING && (uint64_t)rep->len == t->objs[i].size) {
         if (rep->len > 0)
             memcpy(t->objs[i].data, rep->str, rep->len);
         lmc_bitmap_set(&t->bitmap, i);
-    } else if (rep->type == REDIS_REPLY_ERROR && !*warned) {
-        reply_error(r, "GET", rep);
-        *warned = true;
+    } else if (rep->type == REDIS_REPLY_ERROR) {
+        reply_error_once(r, "GET", rep, p);
     }
 }
 
 static bool run_load(void *ud, size_t index, lmc_l2_task *t)
 {
     resp_adapter *r = ud;
-    bool warned = false;
-    if (!exchange(r, index, t, append_get, on_get_reply, &warned, "GET") && r->cl == NULL)
-        clear_all(t); /* as for a lookup */
+    exchange_hits(r, index, t, append_get, on_get_reply, "GET");
     size_t nn = 0;
     for (size_t i = 0; i < t->n; i++) {
         if (lmc_bitmap_test(&t->bitmap, i))
