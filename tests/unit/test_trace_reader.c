@@ -109,9 +109,19 @@ static void build_file(msgpack_sbuffer *sb, int n)
         put_record(sb, i % 2 ? QUAL("finish_write") : QUAL("reserve_write"), i);
 }
 
-static void write_sb(void **state, const msgpack_sbuffer *sb, size_t len)
+/* The first len bytes of sb as the fixture's file; sb is freed (the tests are done with it). */
+static void write_sb(void **state, msgpack_sbuffer *sb, size_t len)
 {
     tt_write_file(path_of(state), sb->data, len);
+    msgpack_sbuffer_destroy(sb);
+}
+
+/* The fixture's file, opened: it must open. */
+static lmc_trace_reader *open_ok(void **state)
+{
+    lmc_trace_reader *r;
+    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    return r;
 }
 
 static lmc_status open_error(void **state, lmc_error *err)
@@ -120,6 +130,15 @@ static lmc_status open_error(void **state, lmc_error *err)
     lmc_status st = lmc_trace_reader_open(path_of(state), &r, err);
     assert_null(r);
     return st;
+}
+
+/* A file of one header frame (put_header's arguments). */
+static void write_header_file(void **state, const char *magic, int64_t format_version,
+                              int64_t schema)
+{
+    msgpack_sbuffer sb;
+    put_header(&sb, magic, format_version, schema);
+    write_sb(state, &sb, sb.size);
 }
 
 /* The file name as the messages quote it. */
@@ -137,7 +156,6 @@ static void test_header_round_trips(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 0);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
     lmc_trace_reader *r;
     lmc_error err;
     assert_int_equal(lmc_trace_reader_open(path_of(state), &r, &err), LMC_OK);
@@ -159,10 +177,7 @@ static void test_header_round_trips(void **state)
 
 static void test_bad_magic_is_rejected_naming_the_file(void **state)
 {
-    msgpack_sbuffer sb;
-    put_header(&sb, "WRNG", 1, 2);
-    write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    write_header_file(state, "WRNG", 1, 2);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
     char want[200];
@@ -173,10 +188,7 @@ static void test_bad_magic_is_rejected_naming_the_file(void **state)
 
 static void test_format_version_2_is_unsupported(void **state)
 {
-    msgpack_sbuffer sb;
-    put_header(&sb, "LMCT", 2, 2);
-    write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    write_header_file(state, "LMCT", 2, 2);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_UNSUPPORTED);
     assert_msg_contains(err.msg, "unsupported format_version 2 (this build expects 1)");
@@ -184,10 +196,7 @@ static void test_format_version_2_is_unsupported(void **state)
 
 static void test_schema_3_is_unsupported(void **state)
 {
-    msgpack_sbuffer sb;
-    put_header(&sb, "LMCT", 1, 3);
-    write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    write_header_file(state, "LMCT", 1, 3);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_UNSUPPORTED);
     assert_msg_contains(err.msg, "unsupported trace_schema_version 3 (this build supports 1, 2)");
@@ -195,10 +204,7 @@ static void test_schema_3_is_unsupported(void **state)
 
 static void test_magic_is_checked_before_versions(void **state)
 {
-    msgpack_sbuffer sb;
-    put_header(&sb, "WRNG", 7, 9);
-    write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
+    write_header_file(state, "WRNG", 7, 9);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
     assert_msg_contains(err.msg, "bad magic");
@@ -210,9 +216,7 @@ static void test_schema_1_is_accepted(void **state)
     put_header(&sb, "LMCT", 1, 1);
     put_record(&sb, QUAL("reserve_write"), 1);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     assert_int_equal(lmc_trace_reader_header(r)->trace_schema_version, 1);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -244,7 +248,6 @@ static void test_short_header_body_is_truncated(void **state)
     put_header(&sb, "LMCT", 1, 2);
     size_t body = sb.size - 4;
     write_sb(state, &sb, sb.size - 10);
-    msgpack_sbuffer_destroy(&sb);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
     char want[120];
@@ -259,7 +262,6 @@ static void test_header_that_is_not_a_header_is_rejected(void **state)
     msgpack_sbuffer_init(&sb);
     put_record(&sb, QUAL("reserve_write"), 0);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
     lmc_error err;
     assert_int_equal(open_error(state, &err), LMC_ERR_FORMAT);
     assert_msg_contains(err.msg, "trace file '");
@@ -308,9 +310,7 @@ static void test_records_come_back_in_order_with_decoded_args(void **state)
     build_file(&sb, 5);
     size_t header_len = lmc_get_be32((uint8_t *)sb.data) + 4;
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     for (int i = 0; i < 5; i++) {
         assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -339,9 +339,7 @@ static void test_peek_pass_gives_qualnames_and_times(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 4);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     double t;
     const char *q;
     size_t qn;
@@ -363,9 +361,7 @@ static void test_peek_int_arg_reads_an_int_of_the_peeked_record(void **state)
     lmc_trace_arg args[2] = {{"dropped_count", 13, lmc_tv_int(5)}, {"why", 3, lmc_tv_str("x", 1)}};
     assert_int_equal(lmc_trace_encode_record(&sb, 9.0, 9.0, "marker", 6, args, 2, NULL), LMC_OK);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     double t;
     const char *q;
     size_t qn;
@@ -401,9 +397,7 @@ static void test_peek_int_arg_reads_its_argument_even_when_others_do_not_decode(
     assert_non_null(at);
     at[sizeof(rank) - 1] = (char)0xc0;
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     double t;
     const char *q;
     size_t qn;
@@ -423,10 +417,8 @@ static void test_truncated_length_prefix_ends_the_stream_with_a_warning(void **s
         size_t full = sb.size;
         put_record(&sb, QUAL("reserve_write"), 2);
         write_sb(state, &sb, full + cut); /* 1-3 bytes of the third prefix */
-        msgpack_sbuffer_destroy(&sb);
         tt_log_capture_start();
-        lmc_trace_reader *r;
-        assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+        lmc_trace_reader *r = open_ok(state);
         lmc_trace_record rec;
         assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
         assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -449,9 +441,7 @@ static void test_short_record_body_ends_the_stream_with_a_warning(void **state)
     put_record(&sb, QUAL("reserve_write"), 1);
     size_t body = sb.size - full - 4;
     write_sb(state, &sb, sb.size - 3);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
@@ -470,9 +460,7 @@ static void test_file_cut_by_three_bytes_reads_without_error(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 3);
     write_sb(state, &sb, sb.size - 3);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     int n = 0;
     while (lmc_trace_reader_next(r, &rec) == LMC_OK)
@@ -487,9 +475,7 @@ static void test_end_of_stream_is_sticky_and_warns_once(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 1);
     write_sb(state, &sb, sb.size - 1);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     for (int i = 0; i < 3; i++)
         assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
@@ -506,10 +492,7 @@ static void test_malformed_record_is_skipped_and_the_next_one_read(void **state)
     put_raw_frame(&sb, not_a_record, sizeof(not_a_record));
     put_record(&sb, QUAL("finish_write"), 7);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -541,9 +524,7 @@ static void test_record_with_an_unknown_tag_is_a_record_whose_args_do_not_decode
     free(body);
     put_record(&sb, QUAL("reserve_write"), 1);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     /* LMCache's reader yields it (msgspec does not look at codec tags); its replay skips it. */
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -567,9 +548,7 @@ static void test_huge_frame_length_is_treated_as_a_truncated_tail(void **state)
     static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xf0, 0x85, 0xa4};
     msgpack_sbuffer_write(&sb, (const char *)junk, sizeof(junk));
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_ERR_EOF);
@@ -594,9 +573,7 @@ static void test_records_larger_than_the_read_buffer_are_read(void **state)
     assert_int_equal(lmc_trace_encode_record(&sb, 1.0, 2.0, "big", 3, args, 1, NULL), LMC_OK);
     put_record(&sb, QUAL("finish_write"), 9);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -616,9 +593,7 @@ static void test_many_records_across_buffer_refills_stay_in_order(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, N);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     for (int i = 0; i < N; i++) {
         assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -634,7 +609,6 @@ static void test_count_records_counts_complete_records(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 7);
     write_sb(state, &sb, sb.size - 2);
-    msgpack_sbuffer_destroy(&sb);
     uint64_t n = 99;
     assert_int_equal(lmc_trace_count_records(path_of(state), &n, NULL), LMC_OK);
     assert_int_equal(n, 6);
@@ -713,10 +687,11 @@ static void put_keys_record(msgpack_sbuffer *sb, const lmc_object_key *keys, siz
                      LMC_OK);
 }
 
-/* Decode the one frame in sb (skipping its length prefix). */
+/* Decode the one frame in sb (skipping its length prefix) with a fresh arena a (caller frees). */
 static lmc_status decode_frame(const msgpack_sbuffer *sb, lmc_arena *a, lmc_trace_record *rec,
                                lmc_error *err)
 {
+    lmc_arena_init(a, 0);
     lmc_error_clear(err);
     return lmc_trace_decode_record(sb->data + 4, sb->size - 4, a, rec, err);
 }
@@ -768,7 +743,6 @@ static void test_a_key_list_decodes_into_one_contiguous_array(void **state)
     msgpack_sbuffer sb;
     put_keys_record(&sb, keys, 16);
     lmc_arena a;
-    lmc_arena_init(&a, 0);
     lmc_trace_record rec;
     lmc_error err;
     assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
@@ -797,7 +771,6 @@ static void test_keys_whose_model_names_and_salts_differ_in_one_list_decode(void
     msgpack_sbuffer sb;
     put_keys_record(&sb, keys, 20);
     lmc_arena a;
-    lmc_arena_init(&a, 0);
     lmc_trace_record rec;
     lmc_error err;
     assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
@@ -816,7 +789,6 @@ static void test_an_invalid_salt_in_the_middle_of_a_key_list_is_rejected(void **
     put_keys_record(&sb, keys, 16);
     patch(&sb, "tenantX", "tenant@");
     lmc_arena a;
-    lmc_arena_init(&a, 0);
     lmc_trace_record rec;
     lmc_error err;
     assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_ERR_FORMAT);
@@ -838,7 +810,6 @@ static void test_an_invalid_model_name_after_valid_ones_is_rejected(void **state
     put_keys_record(&sb, keys, 8);
     patch(&sb, "mX", "m@");
     lmc_arena a;
-    lmc_arena_init(&a, 0);
     lmc_trace_record rec;
     lmc_error err;
     assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_ERR_FORMAT);
@@ -860,7 +831,6 @@ static void test_a_key_list_with_a_non_key_item_decodes_item_by_item(void **stat
     msgpack_sbuffer_init(&sb);
     assert_int_equal(lmc_trace_encode_record(&sb, 0, 0, "q", 1, args, 1, NULL), LMC_OK);
     lmc_arena a;
-    lmc_arena_init(&a, 0);
     lmc_trace_record rec;
     lmc_error err;
     assert_int_equal(decode_frame(&sb, &a, &rec, &err), LMC_OK);
@@ -976,9 +946,7 @@ static void test_a_record_with_a_bad_key_comes_back_naming_the_problem(void **st
     msgpack_sbuffer_destroy(&rec_sb);
     put_record(&sb, QUAL("finish_write"), 1);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     /* The salt is only wrong for the codec: the record is one, its args do not decode. */
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
@@ -1067,9 +1035,7 @@ static void test_dropped_counts_are_unsigned_64_bit_and_checked(void **state)
     put_dropped_marker(&sb, "05");
     put_dropped_marker(&sb, "fb"); /* -5: not a count */
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     double t;
     const char *q;
     size_t qn;
@@ -1094,9 +1060,7 @@ static void test_next_record_leaves_the_args_to_decode_on_demand(void **state)
     msgpack_sbuffer sb;
     build_file(&sb, 2);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next_record(r, &rec), LMC_OK);
     assert_false(rec.args_decoded);
@@ -1128,9 +1092,7 @@ static void test_decoding_one_record_is_bounded_by_a_multiple_of_its_size(void *
     put_record(&sb, QUAL("finish_write"), 1);
     free(ints);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_string_equal(rec.qualname, "big");
@@ -1164,9 +1126,7 @@ static void test_long_chunk_hashes_and_big_ints_read_as_lmcache_reads_them(void 
     put_header(&sb, "LMCT", 1, 2);
     assert_int_equal(lmc_trace_encode_record(&sb, 0.0, 0.0, "q", 1, args, 2, NULL), LMC_OK);
     write_sb(state, &sb, sb.size);
-    msgpack_sbuffer_destroy(&sb);
-    lmc_trace_reader *r;
-    assert_int_equal(lmc_trace_reader_open(path_of(state), &r, NULL), LMC_OK);
+    lmc_trace_reader *r = open_ok(state);
     lmc_trace_record rec;
     assert_int_equal(lmc_trace_reader_next(r, &rec), LMC_OK);
     assert_null(rec.args_error);
