@@ -62,6 +62,24 @@ static bool logged(const log_capture *c, const char *needle)
     return false;
 }
 
+/* The StorageManager most tests run: a 10 MB L1 under LRU. */
+#define SMALL_LRU "--l1-size-gb 0.01 --eviction-policy LRU"
+
+/*
+ * A SMALL_LRU StorageManager and the n keys sm_test_keys makes from base
+ * (into k), the first `stored` of them stored with 4 KiB each.
+ */
+static lmc_storage_manager *sm_with_keys(lmc_object_key *k, size_t n, uint64_t base, size_t stored)
+{
+    lmc_storage_manager *sm = sm_test_create(SMALL_LRU);
+    sm_test_keys(k, n, base);
+    if (stored > 0) {
+        lmc_layout_desc lay = sm_test_layout(4096);
+        sm_test_store(sm, k, stored, &lay);
+    }
+    return sm;
+}
+
 static lmc_sm_config config_of(const char *flags)
 {
     return sm_test_config(flags, NULL);
@@ -177,32 +195,42 @@ static void test_dispatcher_qualnames_tells_none_from_a_short_buffer(void **stat
     lmc_dispatcher_destroy(d);
 }
 
-static lmc_trace_record keys_record(const char *q, lmc_trace_arg *arg, lmc_tv *items,
-                                    const lmc_object_key *keys, size_t n)
+/* A record of q with keys and, when given, a layout and a write mode (in b, reused per call). */
+typedef struct built {
+    lmc_tv items[16];
+    lmc_trace_arg args[4];
+    lmc_trace_record rec;
+} built;
+
+static const lmc_trace_record *build(built *b, const char *q, const lmc_object_key *keys, size_t n,
+                                     const lmc_layout_desc *lay, const char *mode)
 {
     for (size_t i = 0; i < n; i++)
-        items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
-    *arg = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, n}}};
-    lmc_trace_record rec = {.qualname = q, .qualname_len = strlen(q), .args = arg, .nargs = 1};
-    return rec;
+        b->items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
+    size_t na = 0;
+    b->args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {b->items, n}}};
+    if (lay)
+        b->args[na++] =
+            (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
+    if (mode)
+        b->args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
+    b->rec =
+        (lmc_trace_record){.qualname = q, .qualname_len = strlen(q), .args = b->args, .nargs = na};
+    return &b->rec;
 }
 
 static void test_read_contexts_pair_first_in_first_out(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[2];
-    sm_test_keys(k, 2, 10);
-    lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, k, 2, &lay);
+    lmc_storage_manager *sm = sm_with_keys(k, 2, 10, 2);
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
-    lmc_trace_arg arg;
-    lmc_tv items[2];
-    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 2);
+    built b;
+    lmc_trace_record enter = *build(&b, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
     assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
     assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
     assert_int_equal(lmc_replay_ctx_open_reads(ctx), 2);
-    lmc_trace_record exit_ = keys_record(P "read_prefetched_results.__exit__", &arg, items, k, 2);
+    lmc_trace_record exit_ = *build(&b, P "read_prefetched_results.__exit__", k, 2, NULL, NULL);
     assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
     assert_int_equal(lmc_replay_ctx_open_reads(ctx), 1);
     assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
@@ -214,16 +242,12 @@ static void test_read_contexts_pair_first_in_first_out(void **state)
 static void test_keys_scattered_in_memory_pair_like_keys_in_one_array(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[2];
-    sm_test_keys(k, 2, 30);
-    lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, k, 2, &lay);
+    lmc_storage_manager *sm = sm_with_keys(k, 2, 30, 2);
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     /* enter: items point into one array in order (the decoder's layout, used in place). */
-    lmc_trace_arg arg;
-    lmc_tv items[2];
-    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 2);
+    built b;
+    lmc_trace_record enter = *build(&b, P "read_prefetched_results.__enter__", k, 2, NULL, NULL);
     assert_int_equal(lmc_replay_read_enter(ctx, &enter, NULL), LMC_OK);
     /* exit: the same keys, each a copy somewhere else (copied into the scratch array). */
     lmc_object_key first = k[0], second = k[1];
@@ -252,13 +276,11 @@ static void test_exit_without_enter_only_warns(void **state)
     (void)state;
     log_capture cap = {0};
     lmc_log_set_sink(capture_sink, &cap);
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[3];
-    sm_test_keys(k, 3, 20);
+    lmc_storage_manager *sm = sm_with_keys(k, 3, 20, 0);
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
-    lmc_trace_arg arg;
-    lmc_tv items[3];
-    lmc_trace_record exit_ = keys_record(P "read_prefetched_results.__exit__", &arg, items, k, 3);
+    built b;
+    lmc_trace_record exit_ = *build(&b, P "read_prefetched_results.__exit__", k, 3, NULL, NULL);
     assert_int_equal(lmc_replay_read_exit(ctx, &exit_, NULL), LMC_OK);
     assert_true(logged(&cap, "with no matching __enter__ (keys=3); ignoring"));
     lmc_replay_ctx_destroy(ctx);
@@ -269,13 +291,11 @@ static void test_exit_without_enter_only_warns(void **state)
 static void test_dangling_contexts_are_closed_at_the_end(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[1];
-    sm_test_keys(k, 1, 30);
+    lmc_storage_manager *sm = sm_with_keys(k, 1, 30, 0);
     lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
-    lmc_trace_arg arg;
-    lmc_tv items[1];
-    lmc_trace_record enter = keys_record(P "read_prefetched_results.__enter__", &arg, items, k, 1);
+    built b;
+    lmc_trace_record enter = *build(&b, P "read_prefetched_results.__enter__", k, 1, NULL, NULL);
     lmc_replay_read_enter(ctx, &enter, NULL);
     assert_int_equal(lmc_replay_ctx_close_dangling(ctx), 1);
     assert_int_equal(lmc_replay_ctx_open_reads(ctx), 0);
@@ -287,30 +307,6 @@ static void test_dangling_contexts_are_closed_at_the_end(void **state)
 /* Outcomes of each handler                                                */
 /* ---------------------------------------------------------------------- */
 
-/* A record of q with keys and, when given, a layout, a write mode and an extra_count. */
-typedef struct built {
-    lmc_tv items[16];
-    lmc_trace_arg args[4];
-    lmc_trace_record rec;
-} built;
-
-static const lmc_trace_record *build(built *b, const char *q, const lmc_object_key *keys, size_t n,
-                                     const lmc_layout_desc *lay, const char *mode)
-{
-    for (size_t i = 0; i < n; i++)
-        b->items[i] = (lmc_tv){.kind = LMC_TV_OBJECT_KEY, .u.key = &keys[i]};
-    size_t na = 0;
-    b->args[na++] = (lmc_trace_arg){"keys", 4, {.kind = LMC_TV_LIST, .u.list = {b->items, n}}};
-    if (lay)
-        b->args[na++] =
-            (lmc_trace_arg){"layout_desc", 11, {.kind = LMC_TV_LAYOUT, .u.layout = lay}};
-    if (mode)
-        b->args[na++] = (lmc_trace_arg){"mode", 4, lmc_tv_str(mode, strlen(mode))};
-    b->rec =
-        (lmc_trace_record){.qualname = q, .qualname_len = strlen(q), .args = b->args, .nargs = na};
-    return &b->rec;
-}
-
 /* The current outcome's counter c (after the handler ran). */
 static uint32_t oc(const lmc_replay_ctx *ctx, lmc_outcome_counter c)
 {
@@ -320,11 +316,9 @@ static uint32_t oc(const lmc_replay_ctx *ctx, lmc_outcome_counter c)
 static void test_reserve_write_outcome_names_every_reason(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[6];
-    sm_test_keys(k, 6, 100);
+    lmc_storage_manager *sm = sm_with_keys(k, 6, 100, 2); /* k0, k1 ready */
     lmc_layout_desc lay = sm_test_layout(4096), big = sm_test_layout(8192);
-    sm_test_store(sm, &k[0], 2, &lay); /* k0, k1 ready */
     lmc_l1_error e;
     lmc_memory_obj obj;
     lmc_sm_reserve_write(sm, &k[2], 1, &lay, LMC_WRITE_NEW, &e, &obj); /* k2 being written */
@@ -390,11 +384,9 @@ static void test_reserve_write_outcome_counts_out_of_memory(void **state)
 static void test_finish_write_outcome_tells_committed_from_not_reserved(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[3];
-    sm_test_keys(k, 3, 300);
+    lmc_storage_manager *sm = sm_with_keys(k, 3, 300, 1); /* k0 ready: not reserved */
     lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, &k[0], 1, &lay); /* ready: not reserved */
     lmc_l1_error e;
     lmc_memory_obj obj;
     lmc_sm_reserve_write(sm, &k[1], 1, &lay, LMC_WRITE_NEW, &e, &obj); /* reserved */
@@ -422,6 +414,15 @@ static void on_complete(void *ud, uint64_t index, const lmc_replay_outcome *o)
     c->o[c->n++] = *o;
 }
 
+/* A replay context over sm at record index, whose completed outcomes land in c. */
+static lmc_replay_ctx *ctx_collecting(lmc_storage_manager *sm, completions *c, uint64_t index)
+{
+    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
+    lmc_replay_ctx_set_on_complete(ctx, on_complete, c);
+    lmc_replay_ctx_begin(ctx, index);
+    return ctx;
+}
+
 /* A StorageManager over a mock L2 of bandwidth_gb GB/s holding keys in L2 only (L1 cleared). */
 static lmc_storage_manager *sm_with_keys_in_l2(const char *bandwidth_gb, const lmc_object_key *k,
                                                size_t n, const lmc_layout_desc *lay)
@@ -441,16 +442,12 @@ static lmc_storage_manager *sm_with_keys_in_l2(const char *bandwidth_gb, const l
 static void test_prefetch_outcome_without_l2_is_final_at_submit(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[4];
-    sm_test_keys(k, 4, 400);
+    lmc_storage_manager *sm = sm_with_keys(k, 4, 400, 1);
     lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, &k[0], 1, &lay);
     sm_test_store(sm, &k[2], 1, &lay); /* hit, miss, hit (after the gap), miss */
-    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     completions c = {0};
-    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
-    lmc_replay_ctx_begin(ctx, 5);
+    lmc_replay_ctx *ctx = ctx_collecting(sm, &c, 5);
     built b;
     assert_int_equal(lmc_replay_submit_prefetch(
                          ctx, build(&b, P "submit_prefetch_task", k, 4, &lay, NULL), NULL),
@@ -476,10 +473,8 @@ static void test_prefetch_outcome_with_l2_completes_when_the_result_is_collected
     lmc_layout_desc lay = sm_test_layout(4096);
     lmc_storage_manager *sm = sm_with_keys_in_l2("10", k, 3, &lay);
     sm_test_store(sm, k, 1, &lay); /* k0 in L1 again; k1, k2 only in L2; k3 nowhere */
-    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     completions c = {0};
-    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
-    lmc_replay_ctx_begin(ctx, 9);
+    lmc_replay_ctx *ctx = ctx_collecting(sm, &c, 9);
     built b;
     assert_int_equal(lmc_replay_submit_prefetch(
                          ctx, build(&b, P "submit_prefetch_task", k, 4, &lay, NULL), NULL),
@@ -510,10 +505,8 @@ static void test_abandoned_prefetch_outcome_is_unfinished(void **state)
     sm_test_keys(k, 2, 600);
     lmc_layout_desc lay = sm_test_layout(256 * 1024);
     lmc_storage_manager *sm = sm_with_keys_in_l2("0.001", k, 2, &lay);
-    lmc_replay_ctx *ctx = lmc_replay_ctx_create(sm);
     completions c = {0};
-    lmc_replay_ctx_set_on_complete(ctx, on_complete, &c);
-    lmc_replay_ctx_begin(ctx, 3);
+    lmc_replay_ctx *ctx = ctx_collecting(sm, &c, 3);
     built b;
     lmc_replay_submit_prefetch(ctx, build(&b, P "submit_prefetch_task", k, 2, &lay, NULL), NULL);
     assert_int_equal(lmc_replay_ctx_abandon_prefetches(ctx), 1);
@@ -558,11 +551,10 @@ static void test_a_read_before_its_l2_load_finished_counts_as_l2_pending(void **
 static void test_read_outcomes_name_why_keys_were_not_found(void **state)
 {
     (void)state;
-    lmc_storage_manager *sm = sm_test_create("--l1-size-gb 0.01 --eviction-policy LRU");
     lmc_object_key k[4];
-    sm_test_keys(k, 4, 700);
+    /* k0 read-locked below, k1 ready without a lock */
+    lmc_storage_manager *sm = sm_with_keys(k, 4, 700, 2);
     lmc_layout_desc lay = sm_test_layout(4096);
-    sm_test_store(sm, k, 2, &lay); /* k0 read-locked below, k1 ready without a lock */
     lmc_prefetch_handle h;
     lmc_sm_submit_prefetch_task(sm, k, 1, &lay, 0, "r", LMC_TRIM_PREFIX, &h, NULL);
     lmc_prefetch_handle_clear(&h);
@@ -663,7 +655,7 @@ static void count_records(const lmc_replay_record_view *rec, void *ud)
 static void test_reserve_and_finish_write_replay_with_matching_digest(void **state)
 {
     fixture *f = *state;
-    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    const char *flags = SMALL_LRU;
     record_with_sm(f->path, flags, store_two);
     lmc_sm_config cfg = config_of(flags);
     counts c = {0};
@@ -684,7 +676,7 @@ static void test_reserve_and_finish_write_replay_with_matching_digest(void **sta
 static void test_the_result_names_the_trace_by_its_file_digest(void **state)
 {
     fixture *f = *state;
-    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    const char *flags = SMALL_LRU;
     record_with_sm(f->path, flags, store_two);
     lmc_sm_config cfg = config_of(flags);
     lmc_replay_options opt = {.time_scale = 1.0};
@@ -720,21 +712,21 @@ static void full_prefetch_cycle(lmc_storage_manager *sm)
     lmc_prefetch_handle_clear(&h);
 }
 
+/* SMALL_LRU over an fs L2 adapter in dir. */
+static void fs_flags(char *buf, size_t len, const char *dir)
+{
+    snprintf(buf, len, SMALL_LRU " --l2-adapter {\"type\":\"fs\",\"base_path\":\"%s\"}", dir);
+}
+
 static void test_full_prefetch_cycle_with_an_fs_adapter_replays(void **state)
 {
     fixture *f = *state;
     g_fs_dir = sm_test_mkdtemp();
     char flags[512];
-    snprintf(flags, sizeof(flags),
-             "--l1-size-gb 0.01 --eviction-policy LRU --l2-adapter "
-             "{\"type\":\"fs\",\"base_path\":\"%s\"}",
-             g_fs_dir);
+    fs_flags(flags, sizeof(flags), g_fs_dir);
     record_with_sm(f->path, flags, full_prefetch_cycle);
     char *replay_dir = sm_test_mkdtemp();
-    snprintf(flags, sizeof(flags),
-             "--l1-size-gb 0.01 --eviction-policy LRU --l2-adapter "
-             "{\"type\":\"fs\",\"base_path\":\"%s\"}",
-             replay_dir);
+    fs_flags(flags, sizeof(flags), replay_dir);
     lmc_sm_config cfg = config_of(flags);
     lmc_replay_options opt = {.time_scale = 1.0};
     lmc_replay_result res;
@@ -755,7 +747,7 @@ static void test_unknown_qualnames_are_skipped(void **state)
 {
     fixture *f = *state;
     write_store_trace(f->path, 0.0, 2);
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_dispatcher *empty = lmc_dispatcher_create();
     counts c = {0};
     lmc_replay_options opt = {
@@ -776,7 +768,7 @@ static void test_a_failing_handler_is_counted_as_failed(void **state)
 {
     fixture *f = *state;
     write_store_trace(f->path, 0.0, 2);
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_dispatcher *d = lmc_dispatcher_create();
     lmc_dispatcher_register(d, P "reserve_write", failing_handler, NULL);
     lmc_dispatcher_register(d, P "finish_write", ok_handler, NULL);
@@ -806,7 +798,7 @@ static void test_a_failing_handler_is_counted_as_failed(void **state)
 
 static double timed_replay(const char *path, double scale)
 {
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_replay_options opt = {.time_scale = scale};
     lmc_replay_result res;
     uint64_t t0 = lmc_mono_ns();
@@ -854,7 +846,7 @@ static void test_schema_1_traces_replay_with_a_cache_salt_warning(void **state)
     write_store_trace(f->path, 0.0, 1);
     log_capture cap = {0};
     lmc_log_set_sink(capture_sink, &cap);
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_replay_options opt = {.time_scale = 1.0};
     lmc_replay_result res;
     assert_int_equal(lmc_replay_run(&cfg, f->path, &opt, &res, NULL), LMC_OK);
@@ -869,7 +861,7 @@ static void test_schema_1_traces_replay_with_a_cache_salt_warning(void **state)
 static void test_a_missing_trace_file_is_an_error_naming_it(void **state)
 {
     fixture *f = *state;
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_replay_result res;
     lmc_error err;
     char missing[600];
@@ -943,7 +935,7 @@ static void test_a_replay_totals_every_outcome_and_reports_records_in_order(void
     views v = {0};
     lmc_replay_options opt = {.time_scale = 1.0, .on_record = collect_views, .ud = &v};
     lmc_replay_result res;
-    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    replay_of(f->path, SMALL_LRU, &opt, &res);
     assert_int_equal(res.reported, 6);
     assert_int_equal(v.n, 6);
     static const lmc_trace_op ops[6] = {LMC_TRACE_OP_RESERVE_WRITE,   LMC_TRACE_OP_FINISH_WRITE,
@@ -972,7 +964,7 @@ static void test_a_replay_totals_every_outcome_and_reports_records_in_order(void
 static void test_the_same_trace_gives_one_digest_and_one_changed_key_byte_another(void **state)
 {
     fixture *f = *state;
-    const char *flags = "--l1-size-gb 0.01 --eviction-policy LRU";
+    const char *flags = SMALL_LRU;
     char digest[3][65];
     for (int run = 0; run < 3; run++) {
         write_cycle_trace(f->path, run == 2 ? 5 : -1);
@@ -996,7 +988,7 @@ static void test_stop_ends_the_replay_at_the_next_record_with_a_partial_result(v
     lmc_replay_options opt = {
         .time_scale = 1.0, .on_record = collect_views, .ud = &v, .stop = &stop};
     lmc_replay_result res;
-    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    replay_of(f->path, SMALL_LRU, &opt, &res);
     assert_true(res.interrupted);
     assert_int_equal(res.reported, 2);
     assert_int_equal(res.replayed, 2);
@@ -1016,7 +1008,7 @@ static void test_a_stop_during_a_long_wait_ends_it_promptly(void **state)
         .time_scale = 1.0, .on_record = collect_views, .ud = &v, .stop = &stop};
     lmc_replay_result res;
     uint64_t t0 = lmc_mono_ns();
-    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    replay_of(f->path, SMALL_LRU, &opt, &res);
     assert_true(lmc_mono_ns() - t0 < 5000000000ull);
     assert_true(res.interrupted);
     assert_int_equal(res.reported, 1);
@@ -1077,7 +1069,7 @@ static void test_a_reused_fs_base_path_turns_recorded_misses_into_l2_hits(void *
 static void test_the_summary_names_the_config_fields_that_differ(void **state)
 {
     fixture *f = *state;
-    record_with_sm(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", store_two);
+    record_with_sm(f->path, SMALL_LRU, store_two);
     lmc_replay_options opt = {.time_scale = 1.0};
     lmc_replay_result res;
     replay_of(f->path, "--l1-size-gb 0.02 --eviction-policy ARC", &opt, &res);
@@ -1094,7 +1086,7 @@ static void test_the_summary_names_the_config_fields_that_differ(void **state)
     lmc_replay_summary_free(&sum);
     lmc_replay_result_free(&res);
     /* The recorded config: no differences. */
-    replay_of(f->path, "--l1-size-gb 0.01 --eviction-policy LRU", &opt, &res);
+    replay_of(f->path, SMALL_LRU, &opt, &res);
     assert_int_equal(lmc_replay_summary_init(&sum, &res, 1.0), LMC_OK);
     assert_int_equal(sum.n_config_diffs, 0);
     lmc_replay_summary_free(&sum);
@@ -1138,7 +1130,7 @@ static void writer_args(tt_trace *w, double t_mono, const char *qualname, size_t
 
 static lmc_replay_result replay_quietly(const char *path, double scale, log_capture *logs)
 {
-    lmc_sm_config cfg = config_of("--l1-size-gb 0.01 --eviction-policy LRU");
+    lmc_sm_config cfg = config_of(SMALL_LRU);
     lmc_replay_options opt = {.time_scale = scale};
     lmc_replay_result res;
     if (logs != NULL)
