@@ -254,6 +254,12 @@ static void load_ok(const char *path, const char *select, lmc_cmp_side *s)
         fail_msg("%s: %s", path, err.msg);
 }
 
+/* The result r describes, written as name and loaded whole (no selection). */
+static void load_result(const char *name, const result_spec *r, lmc_cmp_side *s)
+{
+    load_ok(write_result(name, r), NULL, s);
+}
+
 static const lmc_cmp_figure *fig(const lmc_compare *c, const char *name)
 {
     for (size_t i = 0; i < c->n_figs; i++) {
@@ -278,8 +284,8 @@ static void test_deltas_and_verdicts_of_each_figure(void **state)
     n.size_gb = 1;
     n.outcome = "bb";
     lmc_cmp_side a, b;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
-    load_ok(write_result("b.json", &n), NULL, &b);
+    load_result("a.json", &BASE, &a);
+    load_result("b.json", &n, &b);
     lmc_threshold th[2] = {parse_ok("chunk_hit_rate=-0.05"), parse_ok("p99_ms=+10%")};
     lmc_compare c;
     lmc_error err;
@@ -336,8 +342,8 @@ static void test_a_threshold_on_one_sided_figures_only_is_said_to_be_unchecked(v
     result_spec n = BASE;
     n.extra_op = true;
     lmc_cmp_side a, b;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
-    load_ok(write_result("b.json", &n), NULL, &b);
+    load_result("a.json", &BASE, &a);
+    load_result("b.json", &n, &b);
     lmc_threshold th = parse_ok("finish_write.p99_ms=+0");
     lmc_compare c;
     lmc_error err;
@@ -362,10 +368,10 @@ static void test_equal_results_pass_and_outcomes_can_be_required_equal(void **st
 {
     (void)state;
     lmc_cmp_side a, b;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
+    load_result("a.json", &BASE, &a);
     result_spec n = BASE;
     n.outcome = "cc";
-    load_ok(write_result("b.json", &n), NULL, &b);
+    load_result("b.json", &n, &b);
     lmc_compare c;
     lmc_error err;
     assert_int_equal(lmc_compare_run(&a, &a, NULL, 0, &c, &err), LMC_OK);
@@ -388,7 +394,7 @@ static void test_a_threshold_naming_no_figure_is_a_usage_error(void **state)
 {
     (void)state;
     lmc_cmp_side a;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
+    load_result("a.json", &BASE, &a);
     lmc_threshold th = parse_ok("hit_rate=-0.01");
     lmc_compare c;
     lmc_error err;
@@ -411,9 +417,9 @@ static void test_trace_digests_tell_same_different_and_unknown(void **state)
     other.digest = "d2";
     none.digest = NULL;
     lmc_cmp_side a, b, n;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
-    load_ok(write_result("b.json", &other), NULL, &b);
-    load_ok(write_result("n.json", &none), NULL, &n);
+    load_result("a.json", &BASE, &a);
+    load_result("b.json", &other, &b);
+    load_result("n.json", &none, &n);
     lmc_compare c;
     lmc_error err;
     assert_int_equal(lmc_compare_run(&a, &b, NULL, 0, &c, &err), LMC_OK);
@@ -439,9 +445,9 @@ static void test_repeat_medians_are_compared_and_overlapping_spreads_said(void *
     inside.p99 = 2.9;
     outside.p99 = 3.5;
     lmc_cmp_side a, b, o;
-    load_ok(write_result("a.json", &r), NULL, &a);
-    load_ok(write_result("b.json", &inside), NULL, &b);
-    load_ok(write_result("o.json", &outside), NULL, &o);
+    load_result("a.json", &r, &a);
+    load_result("b.json", &inside, &b);
+    load_result("o.json", &outside, &o);
     lmc_threshold th = parse_ok("p99_ms=+20%");
     lmc_compare c;
     lmc_error err;
@@ -474,8 +480,8 @@ static void test_the_json_report_holds_every_figure_and_the_exit_status(void **s
     result_spec n = BASE;
     n.hit_rate = 0.1;
     lmc_cmp_side a, b;
-    load_ok(write_result("a.json", &BASE), NULL, &a);
-    load_ok(write_result("b.json", &n), NULL, &b);
+    load_result("a.json", &BASE, &a);
+    load_result("b.json", &n, &b);
     lmc_threshold th = parse_ok("chunk_hit_rate=-0.01");
     lmc_compare c;
     lmc_error err;
@@ -759,7 +765,8 @@ static const char *write_trace(void)
                        {.kind = LMC_TV_OBJECT_KEY, .u.key = &k[0]}};
     lmc_trace_arg one = {"keys", 4, {.kind = LMC_TV_LIST, .u.list = {items, 1}}};
     const char *q1 = SM "finish_write";
-    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.1, 0.1, q1, strlen(q1), &one, 1, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.1, 0.1, q1, strlen(q1), &one, 1, NULL),
+                     LMC_OK);
     lmc_trace_arg dropped = {"dropped_count", 13, lmc_tv_int(5)};
     const char *qd = LMC_TRACE_DROPPED_QUALNAME;
     assert_int_equal(lmc_trace_encode_record(&t.buf, 0.2, 0.2, qd, strlen(qd), &dropped, 1, NULL),
@@ -767,7 +774,8 @@ static const char *write_trace(void)
     lmc_tv rev[2] = {items[1], items[0]};
     lmc_trace_arg two = {"keys", 4, {.kind = LMC_TV_LIST, .u.list = {rev, 2}}};
     const char *q2 = SM "reserve_write";
-    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.3, 0.3, q2, strlen(q2), &two, 1, NULL), LMC_OK);
+    assert_int_equal(lmc_trace_encode_record(&t.buf, 0.3, 0.3, q2, strlen(q2), &two, 1, NULL),
+                     LMC_OK);
     const char *p = tmp_path("t.lct");
     tt_trace_end(&t, p);
     return p;
