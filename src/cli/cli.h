@@ -7,6 +7,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "replay/driver.h"
+
 typedef struct lmc_cli_command {
     const char *name;
     const char *summary;
@@ -56,6 +58,32 @@ typedef int (*lmc_cli_flag_fn)(const char *arg, int argc, char **argv, int *i, v
  */
 bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_flag_fn flag,
                               void *ctx, void (*usage)(FILE *), const char **path, int *rc);
+
+/*
+ * The replay flags that trace replay and trace sweep both take (sweep
+ * passes them on to each replay): --mode and --pace, whose choices are
+ * replay's tables, and --time-scale. The caller sets its defaults first.
+ */
+typedef struct lmc_cli_replay_flags {
+    lmc_replay_mode mode;
+    lmc_replay_pace pace;
+    double time_scale;
+    const char *time_scale_text; /* as given (borrowed from argv) */
+} lmc_cli_replay_flags;
+
+/*
+ * argv[*i] as one of those flags, into *f, as an lmc_cli_flag_fn answers:
+ * 1 when it was one, 0 when it is none of them, 2 with the message printed
+ * ("lmcache trace CMD: --mode: unknown mode ...", a missing value).
+ */
+int lmc_cli_parse_replay_flag(const char *cmd, const char *arg, int argc, char **argv, int *i,
+                              lmc_cli_replay_flags *f);
+
+/* The --mode and --pace choices as a usage text lists them: "calls|engine", "realtime|virtual". */
+typedef struct lmc_cli_replay_choices {
+    char modes[64], paces[64];
+} lmc_cli_replay_choices;
+lmc_cli_replay_choices lmc_cli_replay_choices_get(void);
 
 /*
  * `lmcache trace` and argv (argv[0] the subcommand) as one shell-quoted

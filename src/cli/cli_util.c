@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/flags.h"
+#include "core/names.h"
 #include "core/strbuf.h"
 #include "report/html.h"
 
@@ -30,6 +32,50 @@ int lmc_cli_parse_format(const char *cmd, const char *value, bool *json)
     }
     *json = strcmp(value, "json") == 0;
     return 0;
+}
+
+int lmc_cli_parse_replay_flag(const char *cmd, const char *arg, int argc, char **argv, int *i,
+                              lmc_cli_replay_flags *f)
+{
+    bool m;
+    const char *v, *prefix;
+    lmc_error err;
+    lmc_status st = LMC_OK;
+    if ((v = lmc_flag_value("--mode", argc, argv, i, &m)) || m) {
+        prefix = "--mode: ";
+        if (v != NULL)
+            st = lmc_replay_mode_parse(v, &f->mode, &err);
+    } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
+        prefix = "--pace: ";
+        if (v != NULL)
+            st = lmc_replay_pace_parse(v, &f->pace, &err);
+    } else if ((v = lmc_flag_value("--time-scale", argc, argv, i, &m)) || m) {
+        prefix = ""; /* the time scale's message names the flag itself */
+        double scale = 0.0;
+        if (v != NULL && (st = lmc_replay_parse_time_scale(v, &scale, &err)) == LMC_OK) {
+            f->time_scale = scale;
+            f->time_scale_text = v;
+        }
+    } else {
+        return 0;
+    }
+    if (v == NULL)
+        return lmc_cli_missing_value(cmd, arg);
+    if (st != LMC_OK) {
+        fprintf(stderr, "lmcache trace %s: %s%s\n", cmd, prefix, err.msg);
+        return 2;
+    }
+    return 1;
+}
+
+lmc_cli_replay_choices lmc_cli_replay_choices_get(void)
+{
+    lmc_cli_replay_choices c;
+    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, c.modes,
+                   sizeof(c.modes));
+    lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, c.paces,
+                   sizeof(c.paces));
+    return c;
 }
 
 bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_flag_fn flag,

@@ -414,18 +414,14 @@ typedef struct replay_args {
     bool format_json;
     const char *output;
     const char *html;
-    double time_scale;
+    lmc_cli_replay_flags replay; /* --mode, --pace, --time-scale */
     uint64_t repeat;
     bool clear_l2;
-    lmc_replay_pace pace;
-    lmc_replay_mode mode;
 } replay_args;
 
 static void replay_usage(FILE *out)
 {
-    char paces[64], modes[64];
-    lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
-    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, modes, sizeof(modes));
+    lmc_cli_replay_choices c = lmc_cli_replay_choices_get();
     fprintf(out,
             "usage: lmcache trace replay [--help] FILE --l1-size-gb GB --eviction-policy P\n"
             "                            [storage-manager flags] [options]\n\n"
@@ -460,7 +456,7 @@ static void replay_usage(FILE *out)
             "                      hit rates and L1 usage over time, the result table) to PATH\n"
             "  -q, --quiet         do not print the banner or the result\n\n"
             "storage-manager flags:\n",
-            modes, paces, MAX_REPEAT);
+            c.modes, c.paces, MAX_REPEAT);
     lmc_sm_config_print_help(out);
 }
 
@@ -532,6 +528,7 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
     const char *k;
     lmc_error err;
     bool consumed;
+    int r;
     if (lmc_sm_config_parse_arg(cfg, argc, argv, i, &consumed, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
         return 2;
@@ -569,15 +566,6 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
     } else if ((v = lmc_flag_value("--format", argc, argv, i, &m)) || m) {
         if (lmc_cli_parse_format("replay", v, &a->format_json) != 0)
             return 2;
-    } else if ((v = lmc_flag_value("--time-scale", argc, argv, i, &m)) || m) {
-        if (!v)
-            return lmc_cli_missing_value("replay", arg);
-        double s;
-        if (lmc_replay_parse_time_scale(v, &s, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
-            return 2;
-        }
-        a->time_scale = s;
     } else if ((v = lmc_flag_value("--repeat", argc, argv, i, &m)) || m) {
         if (!v)
             return lmc_cli_missing_value("replay", arg);
@@ -585,20 +573,8 @@ static int replay_flag(const char *arg, int argc, char **argv, int *i, void *ctx
             fprintf(stderr, "lmcache trace replay: %s\n", err.msg);
             return 2;
         }
-    } else if ((v = lmc_flag_value("--mode", argc, argv, i, &m)) || m) {
-        if (!v)
-            return lmc_cli_missing_value("replay", arg);
-        if (lmc_replay_mode_parse(v, &a->mode, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: --mode: %s\n", err.msg);
-            return 2;
-        }
-    } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
-        if (!v)
-            return lmc_cli_missing_value("replay", arg);
-        if (lmc_replay_pace_parse(v, &a->pace, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace replay: --pace: %s\n", err.msg);
-            return 2;
-        }
+    } else if ((r = lmc_cli_parse_replay_flag("replay", arg, argc, argv, i, &a->replay)) != 0) {
+        return r;
     } else if ((k = ignored_flag(argc, argv, i, &v, &m)) != NULL) {
         if (m)
             return lmc_cli_missing_value("replay", arg);
@@ -617,7 +593,7 @@ static int parse_replay(int argc, char **argv, replay_args *a, lmc_sm_config *cf
 {
     memset(a, 0, sizeof(*a));
     a->output_dir = ".";
-    a->time_scale = 1.0;
+    a->replay.time_scale = 1.0;
     a->repeat = 1;
     replay_parse p = {.a = a, .cfg = cfg};
     int rc; /* --help never gets here: cmd_trace_replay answers it before building a config */
@@ -1050,7 +1026,8 @@ static int cmd_trace_replay(int argc, char **argv)
     }
     p.total = sc.total;
     /* Virtual time runs as fast as the host allows: progress is then by records. */
-    p.schedule_s = a.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.time_scale;
+    p.schedule_s =
+        a.replay.pace == LMC_REPLAY_PACE_VIRTUAL ? 0.0 : sc.duration * a.replay.time_scale;
     /* The report's figures over time are collected only when it is asked for. */
     if ((a.repeat > 1 && (rep = lmc_replay_repeat_create()) == NULL) ||
         (a.html != NULL && (p.series = lmc_replay_series_create()) == NULL)) {
@@ -1060,7 +1037,7 @@ static int cmd_trace_replay(int argc, char **argv)
     if (check_l2_base_paths(&cfg, a.clear_l2, false) != 0)
         goto out;
     if (!a.quiet)
-        print_banner(a.pace, a.mode);
+        print_banner(a.replay.pace, a.replay.mode);
     LMC_INFO(LOG_COMP, "trace replay: file=%s records=%llu", a.path, (unsigned long long)p.total);
     p.bar = !a.verbose && isatty(STDERR_FILENO);
 
@@ -1069,11 +1046,11 @@ static int cmd_trace_replay(int argc, char **argv)
     struct sigaction sa = {.sa_handler = on_sigint, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
     handler = sigaction(SIGINT, &sa, &old_int) == 0;
-    lmc_replay_options opt = {.time_scale = a.time_scale,
+    lmc_replay_options opt = {.time_scale = a.replay.time_scale,
                               .on_record = on_record,
                               .ud = &p,
-                              .pace = a.pace,
-                              .mode = a.mode,
+                              .pace = a.replay.pace,
+                              .mode = a.replay.mode,
                               .stop = &g_interrupted,
                               .on_l1_usage = p.series != NULL ? on_l1_usage : NULL};
     for (p.run = 1; p.run <= a.repeat; p.run++) {
@@ -1094,7 +1071,7 @@ static int cmd_trace_replay(int argc, char **argv)
             break;
         if (rep != NULL) {
             lmc_replay_summary one;
-            if (lmc_replay_summary_init(&one, &res, a.time_scale) != LMC_OK ||
+            if (lmc_replay_summary_init(&one, &res, a.replay.time_scale) != LMC_OK ||
                 lmc_replay_repeat_add(rep, &one) != LMC_OK) {
                 lmc_replay_summary_free(&one);
                 fprintf(stderr, "lmcache trace replay: out of memory\n");
@@ -1110,7 +1087,7 @@ static int cmd_trace_replay(int argc, char **argv)
 
     rc = 0;
     lmc_replay_summary sum;
-    if (lmc_replay_summary_init(&sum, &res, a.time_scale) != LMC_OK) {
+    if (lmc_replay_summary_init(&sum, &res, a.replay.time_scale) != LMC_OK) {
         fprintf(stderr, "lmcache trace replay: out of memory\n");
         rc = 1;
     } else {

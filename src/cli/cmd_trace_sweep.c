@@ -40,8 +40,7 @@
 typedef struct sweep_args {
     const char *path;
     lmc_sweep_grid grid;
-    const char *mode, *pace, *time_scale; /* as given, passed on to each replay */
-    double time_scale_v;
+    lmc_cli_replay_flags replay; /* passed on to each replay */
     bool clear_l2;
     uint64_t jobs;
     uint64_t max_configs;
@@ -51,9 +50,7 @@ typedef struct sweep_args {
 
 static void sweep_usage(FILE *out)
 {
-    char paces[64], modes[64];
-    lmc_names_join(lmc_replay_pace_names, lmc_replay_pace_count, "|", NULL, paces, sizeof(paces));
-    lmc_names_join(lmc_replay_mode_names, lmc_replay_mode_count, "|", NULL, modes, sizeof(modes));
+    lmc_cli_replay_choices c = lmc_cli_replay_choices_get();
     fprintf(out,
             "usage: lmcache trace sweep [--help] FILE --l1-size-gb GB[,GB...]\n"
             "                           --eviction-policy P[,P...] [storage-manager flags] "
@@ -82,7 +79,7 @@ static void sweep_usage(FILE *out)
             "  --html PATH           write the HTML report to PATH\n"
             "  -q, --quiet           print neither the progress lines nor the result\n\n"
             "storage-manager flags (each may be a comma-separated list):\n",
-            modes, paces, DEFAULT_MAX_CONFIGS);
+            c.modes, c.paces, DEFAULT_MAX_CONFIGS);
     lmc_sm_config_print_help(out);
 }
 
@@ -92,6 +89,7 @@ static int sweep_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
     lmc_error err;
     bool consumed, m;
     const char *v;
+    int r;
     if (lmc_sweep_grid_parse_arg(&a->grid, argc, argv, i, &consumed, &err) != LMC_OK) {
         fprintf(stderr, "lmcache trace " CMD ": %s\n", err.msg);
         return 2;
@@ -104,32 +102,8 @@ static int sweep_flag(const char *arg, int argc, char **argv, int *i, void *ctx)
         a->clear_l2 = true;
     } else if (strcmp(arg, "-q") == 0 || strcmp(arg, "--quiet") == 0) {
         a->quiet = true;
-    } else if ((v = lmc_flag_value("--mode", argc, argv, i, &m)) || m) {
-        lmc_replay_mode mode;
-        if (!v)
-            return lmc_cli_missing_value(CMD, arg);
-        if (lmc_replay_mode_parse(v, &mode, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace " CMD ": --mode: %s\n", err.msg);
-            return 2;
-        }
-        a->mode = lmc_replay_mode_names[mode];
-    } else if ((v = lmc_flag_value("--pace", argc, argv, i, &m)) || m) {
-        lmc_replay_pace pace;
-        if (!v)
-            return lmc_cli_missing_value(CMD, arg);
-        if (lmc_replay_pace_parse(v, &pace, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace " CMD ": --pace: %s\n", err.msg);
-            return 2;
-        }
-        a->pace = lmc_replay_pace_names[pace];
-    } else if ((v = lmc_flag_value("--time-scale", argc, argv, i, &m)) || m) {
-        if (!v)
-            return lmc_cli_missing_value(CMD, arg);
-        if (lmc_replay_parse_time_scale(v, &a->time_scale_v, &err) != LMC_OK) {
-            fprintf(stderr, "lmcache trace " CMD ": %s\n", err.msg);
-            return 2;
-        }
-        a->time_scale = v;
+    } else if ((r = lmc_cli_parse_replay_flag(CMD, arg, argc, argv, i, &a->replay)) != 0) {
+        return r;
     } else if ((v = lmc_flag_value("--jobs", argc, argv, i, &m)) || m) {
         if (!v)
             return lmc_cli_missing_value(CMD, arg);
@@ -257,11 +231,11 @@ static char **job_args(const sweep_args *a, const lmc_sweep_words *w)
     for (size_t k = 0; k < w->n; k++)
         v[n++] = w->v[k];
     v[n++] = "--mode";
-    v[n++] = (char *)a->mode;
+    v[n++] = (char *)lmc_replay_mode_names[a->replay.mode];
     v[n++] = "--pace";
-    v[n++] = (char *)a->pace;
+    v[n++] = (char *)lmc_replay_pace_names[a->replay.pace];
     v[n++] = "--time-scale";
-    v[n++] = (char *)a->time_scale;
+    v[n++] = (char *)a->replay.time_scale_text;
     if (a->clear_l2)
         v[n++] = "--clear-l2";
     v[n++] = "--no-csv";
@@ -307,10 +281,10 @@ int lmc_cmd_trace_sweep(int argc, char **argv)
     sweep_args a;
     memset(&a, 0, sizeof(a));
     lmc_sweep_grid_init(&a.grid);
-    a.mode = "engine";
-    a.pace = "virtual";
-    a.time_scale = "1.0";
-    a.time_scale_v = 1.0;
+    a.replay = (lmc_cli_replay_flags){.mode = LMC_REPLAY_MODE_ENGINE,
+                                      .pace = LMC_REPLAY_PACE_VIRTUAL,
+                                      .time_scale = 1.0,
+                                      .time_scale_text = "1.0"};
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     a.jobs = cores > 0 ? (uint64_t)(cores < MAX_JOBS ? cores : MAX_JOBS) : 1;
     a.max_configs = DEFAULT_MAX_CONFIGS;
@@ -363,9 +337,9 @@ int lmc_cmd_trace_sweep(int argc, char **argv)
                    .grid = &a.grid,
                    .jobs = jobs,
                    .n = n,
-                   .mode = a.mode,
-                   .pace = a.pace,
-                   .time_scale = a.time_scale_v,
+                   .mode = lmc_replay_mode_names[a.replay.mode],
+                   .pace = lmc_replay_pace_names[a.replay.pace],
+                   .time_scale = a.replay.time_scale,
                    .parallel = a.jobs};
     progress_ctx pc = {.s = &s, .quiet = a.quiet};
     lmc_sweep_run_options ro = {.jobs = a.jobs, .on_done = on_done, .ud = &pc};

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h> /* strlen, for LMC_NAMES_DEFINE_PARSE */
 
 #include "lmcache/status.h"
 
@@ -38,5 +39,27 @@ bool lmc_names_find(const char *const *names, size_t n, const char *s, size_t le
  */
 lmc_status lmc_names_parse(const char *const *names, size_t n, const char *what, const char *s,
                            size_t len, size_t *index, lmc_error *err);
+
+/*
+ * Defines the parser of an enum whose names table is indexed by its values,
+ * so that each such enum's parser is this one body rather than a copy:
+ *
+ *   LMC_NAMES_DEFINE_PARSE(lmc_replay_pace_parse, lmc_replay_pace, lmc_replay_pace_names,
+ *                          lmc_replay_pace_count, "pace")
+ *
+ * defines lmc_status lmc_replay_pace_parse(const char *name, lmc_replay_pace
+ * *out, lmc_error *err): lmc_names_parse of the NUL-terminated name (NULL
+ * reads "(null)" and matches nothing), *out set only on LMC_OK.
+ */
+#define LMC_NAMES_DEFINE_PARSE(fn, type, names, count, what)                                       \
+    lmc_status fn(const char *name, type *out, lmc_error *err)                                     \
+    {                                                                                              \
+        size_t index_ = 0;                                                                         \
+        lmc_status st_ = lmc_names_parse((names), (count), (what), name,                           \
+                                         name != NULL ? strlen(name) : 0, &index_, err);           \
+        if (st_ == LMC_OK)                                                                         \
+            *out = (type)index_;                                                                   \
+        return st_;                                                                                \
+    }
 
 #endif

@@ -42,15 +42,8 @@ const char *const lmc_replay_mode_names[] = {
 const size_t lmc_replay_mode_count =
     sizeof(lmc_replay_mode_names) / sizeof(lmc_replay_mode_names[0]);
 
-lmc_status lmc_replay_mode_parse(const char *name, lmc_replay_mode *out, lmc_error *err)
-{
-    size_t i = 0;
-    lmc_status st = lmc_names_parse(lmc_replay_mode_names, lmc_replay_mode_count, "mode", name,
-                                    name != NULL ? strlen(name) : 0, &i, err);
-    if (st == LMC_OK)
-        *out = (lmc_replay_mode)i;
-    return st;
-}
+LMC_NAMES_DEFINE_PARSE(lmc_replay_mode_parse, lmc_replay_mode, lmc_replay_mode_names,
+                       lmc_replay_mode_count, "mode")
 
 void lmc_replay_result_free(lmc_replay_result *res)
 {

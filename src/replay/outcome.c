@@ -122,18 +122,37 @@ lmc_outcome_counter lmc_outcome_reserve_reason(lmc_l1_error e, lmc_write_mode mo
     }
 }
 
-lmc_outcome_counter lmc_outcome_finish_write_reason(lmc_l1_error e)
+/*
+ * finish_write and finish_read_prefetched end a hold the same way in L1: a
+ * key is gone (KEY_NOT_EXIST) or not held as the call expects
+ * (KEY_IN_WRONG_STATE). One mapping serves both, with the op's counters.
+ */
+static lmc_outcome_counter finish_reason(lmc_l1_error e, lmc_outcome_counter done,
+                                         lmc_outcome_counter not_in_l1,
+                                         lmc_outcome_counter wrong_state, lmc_outcome_counter other)
 {
     switch (e) {
     case LMC_L1_SUCCESS:
-        return LMC_OC_FINISH_WRITE_finished;
+        return done;
     case LMC_L1_KEY_NOT_EXIST:
-        return LMC_OC_FINISH_WRITE_not_in_l1;
+        return not_in_l1;
     case LMC_L1_KEY_IN_WRONG_STATE:
-        return LMC_OC_FINISH_WRITE_not_reserved;
+        return wrong_state;
     default:
-        return LMC_OC_FINISH_WRITE_other;
+        return other;
     }
+}
+
+lmc_outcome_counter lmc_outcome_finish_write_reason(lmc_l1_error e)
+{
+    return finish_reason(e, LMC_OC_FINISH_WRITE_finished, LMC_OC_FINISH_WRITE_not_in_l1,
+                         LMC_OC_FINISH_WRITE_not_reserved, LMC_OC_FINISH_WRITE_other);
+}
+
+lmc_outcome_counter lmc_outcome_finish_read_reason(lmc_l1_error e)
+{
+    return finish_reason(e, LMC_OC_FINISH_READ_released, LMC_OC_FINISH_READ_not_in_l1,
+                         LMC_OC_FINISH_READ_not_read_locked, LMC_OC_FINISH_READ_other);
 }
 
 lmc_outcome_counter lmc_outcome_read_reason(lmc_l1_error e, lmc_l1_key_state state)
@@ -148,20 +167,6 @@ lmc_outcome_counter lmc_outcome_read_reason(lmc_l1_error e, lmc_l1_key_state sta
                                              : LMC_OC_READ_ENTER_not_read_locked;
     default:
         return LMC_OC_READ_ENTER_other;
-    }
-}
-
-lmc_outcome_counter lmc_outcome_finish_read_reason(lmc_l1_error e)
-{
-    switch (e) {
-    case LMC_L1_SUCCESS:
-        return LMC_OC_FINISH_READ_released;
-    case LMC_L1_KEY_NOT_EXIST:
-        return LMC_OC_FINISH_READ_not_in_l1;
-    case LMC_L1_KEY_IN_WRONG_STATE:
-        return LMC_OC_FINISH_READ_not_read_locked;
-    default:
-        return LMC_OC_FINISH_READ_other;
     }
 }
 

@@ -47,15 +47,8 @@ const char *const lmc_replay_pace_names[] = {
 const size_t lmc_replay_pace_count =
     sizeof(lmc_replay_pace_names) / sizeof(lmc_replay_pace_names[0]);
 
-lmc_status lmc_replay_pace_parse(const char *name, lmc_replay_pace *out, lmc_error *err)
-{
-    size_t i = 0;
-    lmc_status st = lmc_names_parse(lmc_replay_pace_names, lmc_replay_pace_count, "pace", name,
-                                    name != NULL ? strlen(name) : 0, &i, err);
-    if (st == LMC_OK)
-        *out = (lmc_replay_pace)i;
-    return st;
-}
+LMC_NAMES_DEFINE_PARSE(lmc_replay_pace_parse, lmc_replay_pace, lmc_replay_pace_names,
+                       lmc_replay_pace_count, "pace")
 
 void lmc_replay_pace_runtime(lmc_replay_pace pace, double time_scale, lmc_sm_runtime_options *out)
 {

@@ -259,6 +259,23 @@ static void report_free(report *r)
     free(r->entries);
 }
 
+/*
+ * vasprintf that records running out of memory in *oom: the report's own
+ * strings and the notes under the table are both formatted this way, and a
+ * failure of either marks its builder out of memory and nothing else.
+ */
+static char *format_or_oom(bool *oom, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static char *format_or_oom(bool *oom, const char *fmt, va_list ap)
+{
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) < 0) {
+        *oom = true;
+        return NULL;
+    }
+    return s;
+}
+
 static char *own_printf(report *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static char *own_printf(report *r, const char *fmt, ...)
 {
@@ -272,15 +289,12 @@ static char *own_printf(report *r, const char *fmt, ...)
         r->owned = no;
         r->cap_owned = cap;
     }
-    char *s = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    char *s = format_or_oom(&r->oom, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        r->oom = true;
+    if (s == NULL)
         return NULL;
-    }
     r->owned[r->n_owned++] = s;
     return s;
 }
@@ -625,15 +639,12 @@ static bool report_build(const lmc_replay_summary *s, report *r)
 static void note(lmc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(lmc_strbuf *b, const char *fmt, ...)
 {
-    char *text = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&text, fmt, ap);
+    char *text = format_or_oom(&b->oom, fmt, ap);
     va_end(ap);
-    if (n < 0) {
-        b->oom = true;
+    if (text == NULL)
         return;
-    }
     lmc_strbuf_puts(b, "note: ");
     size_t col = strlen("note: ");
     bool first = true;

@@ -910,9 +910,7 @@ static lmc_status decode_items(const msgpack_object *arr, lmc_arena *a, lmc_tv *
         if (st != LMC_OK)
             return st;
     }
-    out->kind = kind;
-    out->u.list.items = items;
-    out->u.list.n = n;
+    *out = lmc_tv_list(kind, items, n);
     return LMC_OK;
 }
 
@@ -1291,10 +1289,7 @@ static lmc_status decode_inner(const msgpack_object *o, lmc_arena *a, lmc_tv *ou
                 (st = lmc_codec_decode_value(&o->via.map.ptr[i].val, a, &vals[i], err)) != LMC_OK)
                 return st;
         }
-        out->kind = LMC_TV_MAP;
-        out->u.map.keys = keys;
-        out->u.map.vals = vals;
-        out->u.map.n = n;
+        *out = lmc_tv_map(keys, vals, n);
         return LMC_OK;
     }
     case MSGPACK_OBJECT_EXT:

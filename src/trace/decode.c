@@ -258,9 +258,7 @@ static lmc_status items(ctx *c, lmc_mp_reader *r, uint32_t n, unsigned depth, ui
         if (st != LMC_OK)
             return st;
     }
-    out->kind = kind;
-    out->u.list.items = v;
-    out->u.list.n = n;
+    *out = lmc_tv_list(kind, v, n);
     return LMC_OK;
 }
 
@@ -281,9 +279,7 @@ static bool key_list(ctx *c, lmc_mp_reader *r, uint32_t n, lmc_tv *out)
         v[i].kind = LMC_TV_OBJECT_KEY;
         v[i].u.key = &keys[i];
     }
-    out->kind = LMC_TV_LIST;
-    out->u.list.items = v;
-    out->u.list.n = n;
+    *out = lmc_tv_list(LMC_TV_LIST, v, n);
     return true;
 }
 
@@ -407,10 +403,7 @@ static lmc_status map(ctx *c, lmc_mp_reader *r, uint32_t n, unsigned depth, lmc_
             (st = value(c, r, depth + 1, &vals[i])) != LMC_OK)
             return st;
     }
-    out->kind = LMC_TV_MAP;
-    out->u.map.keys = keys;
-    out->u.map.vals = vals;
-    out->u.map.n = n;
+    *out = lmc_tv_map(keys, vals, n);
     return LMC_OK;
 }
 

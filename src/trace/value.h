@@ -130,6 +130,21 @@ static inline lmc_tv lmc_tv_str(const char *s, size_t len)
     lmc_tv v = {.kind = LMC_TV_STR, .u.s = {s, len}};
     return v;
 }
+/*
+ * A LIST, TUPLE or SET (kind) of n items: both decoders (codec.c's over a
+ * msgpack_object tree, decode.c's over the bytes) end every sequence here.
+ */
+static inline lmc_tv lmc_tv_list(uint32_t kind, lmc_tv *items, size_t n)
+{
+    lmc_tv v = {.kind = kind, .u.list = {items, n}};
+    return v;
+}
+/* A MAP of n keys and values, in insertion order (both decoders end a map here). */
+static inline lmc_tv lmc_tv_map(lmc_tv *keys, lmc_tv *vals, size_t n)
+{
+    lmc_tv v = {.kind = LMC_TV_MAP, .u.map = {keys, vals, n}};
+    return v;
+}
 
 /* ---------------------------------------------------------------------- */
 /* Arena                                                                   */
