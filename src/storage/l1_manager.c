@@ -409,8 +409,11 @@ typedef struct key_op {
     bool drops; /* the step may set *drop; DELETED follows ev for those keys */
 } key_op;
 
-static void run_keys(lmc_l1_manager *l1, const key_op *op, const lmc_object_key *keys, size_t n,
-                     uint32_t count, lmc_l1_error *errs, lmc_memory_obj *objs)
+/* Inlined into each op, so the constant op's step is a direct call there. */
+static inline __attribute__((always_inline)) void run_keys(lmc_l1_manager *l1, const key_op *op,
+                                                           const lmc_object_key *keys, size_t n,
+                                                           uint32_t count, lmc_l1_error *errs,
+                                                           lmc_memory_obj *objs)
 {
     scratch done, freed;
     scratch_init(&done, op->announce ? n : 0);
