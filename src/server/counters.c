@@ -3,6 +3,7 @@
  */
 #include "server/counters.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/strbuf.h"
@@ -33,29 +34,37 @@ lmc_server_counters lmc_counters_get(lmc_counters *k)
     return c;
 }
 
-char *lmc_counters_log_line(const lmc_server_counters *c)
+/*
+ * The log line and the JSON members walk the same rows in the same order
+ * and differ only in punctuation and which of a row's names they print, so
+ * one walk renders both: json quotes the name and follows it with ": ",
+ * the log line follows it with "=". first goes before the first count, sep
+ * between counts, group_sep between the calls and the request counts.
+ */
+static char *render(const lmc_server_counters *c, bool json, const char *first, const char *sep,
+                    const char *group_sep)
 {
     lmc_strbuf b = LMC_STRBUF_INIT;
-    const char *sep = "StorageManager calls: ";
-#define LOG_ITEM(field, log_name, json_name)                                                       \
-    lmc_strbuf_printf(&b, "%s%s=%llu", sep, log_name, (unsigned long long)c->field);               \
-    sep = " ";
-    LMC_SERVER_SM_CALLS(LOG_ITEM)
-    sep = "; ";
-    LMC_SERVER_REQUEST_COUNTS(LOG_ITEM)
-#undef LOG_ITEM
+    const char *before = first;
+    const char *quote = json ? "\"" : "";
+    const char *assign = json ? "\": " : "=";
+#define ITEM(field, log_name, json_name)                                                           \
+    lmc_strbuf_printf(&b, "%s%s%s%s%llu", before, quote, json ? json_name : log_name, assign,      \
+                      (unsigned long long)c->field);                                               \
+    before = sep;
+    LMC_SERVER_SM_CALLS(ITEM)
+    before = group_sep;
+    LMC_SERVER_REQUEST_COUNTS(ITEM)
+#undef ITEM
     return lmc_strbuf_finish(&b);
+}
+
+char *lmc_counters_log_line(const lmc_server_counters *c)
+{
+    return render(c, false, "StorageManager calls: ", " ", "; ");
 }
 
 char *lmc_counters_json_members(const lmc_server_counters *c)
 {
-    lmc_strbuf b = LMC_STRBUF_INIT;
-    const char *sep = "";
-#define JSON_ITEM(field, log_name, json_name)                                                      \
-    lmc_strbuf_printf(&b, "%s\"%s\": %llu", sep, json_name, (unsigned long long)c->field);         \
-    sep = ", ";
-    LMC_SERVER_SM_CALLS(JSON_ITEM)
-    LMC_SERVER_REQUEST_COUNTS(JSON_ITEM)
-#undef JSON_ITEM
-    return lmc_strbuf_finish(&b);
+    return render(c, true, "", ", ", ", ");
 }

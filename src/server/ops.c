@@ -85,50 +85,60 @@ static lmc_status op_query_prefetch_lookup_hits(const lmc_op_ctx *ctx, const lmc
 
 /*
  * What retrieve and store share: the region, held and checked against the
- * key, its copies (rc, *copy), and the worker's keys.
+ * key, its copies (rc, copy), and the worker's keys. transfer_begin takes
+ * them all or none; transfer_end gives back what it took.
  */
+typedef struct transfer {
+    lmc_region *r;
+    lmc_region_copy rc;
+    lmc_kv_copy copy; /* may point into rc */
+    lmc_object_key *keys;
+    size_t nk;
+} transfer;
+
 static lmc_status transfer_begin(const lmc_op_ctx *ctx, const char *op, const lmc_request *q,
-                                 size_t skip_tokens, lmc_region **r, lmc_region_copy *rc,
-                                 lmc_kv_copy *copy, lmc_object_key **keys, size_t *nk,
-                                 lmc_error *err)
+                                 size_t skip_tokens, transfer *t, lmc_error *err)
 {
     const lmc_ipc_key *key = &q->key;
+    t->r = NULL;
+    t->keys = NULL;
+    t->nk = 0;
     lmc_status st = lmc_engine_check_key(ctx->engine, op, key, err);
     if (st != LMC_OK)
         return st;
     st = lmc_regions_acquire(ctx->regions, op, q->conn_id, q->instance_id, key, q->block_ids,
-                             q->n_block_ids, r, err);
+                             q->n_block_ids, &t->r, err);
     if (st == LMC_OK)
-        st = lmc_engine_worker_keys(ctx->engine, op, key, keys, nk, err);
+        st = lmc_engine_worker_keys(ctx->engine, op, key, &t->keys, &t->nk, err);
     if (st != LMC_OK) {
-        lmc_regions_release(ctx->regions, *r);
-        *r = NULL;
+        lmc_regions_release(ctx->regions, t->r);
+        t->r = NULL;
         return st;
     }
-    *copy = lmc_region_copy_init(rc, *r, op, q->block_ids, q->n_block_ids,
-                                 lmc_engine_chunk_size(ctx->engine), skip_tokens);
+    t->copy = lmc_region_copy_init(&t->rc, t->r, op, q->block_ids, q->n_block_ids,
+                                   lmc_engine_chunk_size(ctx->engine), skip_tokens);
     return LMC_OK;
+}
+
+static void transfer_end(const lmc_op_ctx *ctx, transfer *t)
+{
+    lmc_regions_release(ctx->regions, t->r);
+    free(t->keys);
 }
 
 static lmc_status op_retrieve(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                               lmc_error *err)
 {
-    lmc_region *r = NULL;
-    lmc_region_copy rc;
-    lmc_kv_copy copy;
-    lmc_object_key *keys = NULL;
-    size_t nk = 0;
-    lmc_status st = transfer_begin(ctx, "retrieve", q, (size_t)q->skip_first_n_tokens, &r, &rc,
-                                   &copy, &keys, &nk, err);
+    transfer t;
+    lmc_status st = transfer_begin(ctx, "retrieve", q, (size_t)q->skip_first_n_tokens, &t, err);
     if (st != LMC_OK)
         return st;
     bool ok = false;
     const lmc_ipc_key *key = &q->key;
-    st = lmc_engine_retrieve(ctx->engine, key->request_id, keys, nk,
+    st = lmc_engine_retrieve(ctx->engine, key->request_id, t.keys, t.nk,
                              (size_t)key->start / (size_t)lmc_engine_chunk_size(ctx->engine),
-                             key->worker_id, &copy, &ok, err);
-    lmc_regions_release(ctx->regions, r);
-    free(keys);
+                             key->worker_id, &t.copy, &ok, err);
+    transfer_end(ctx, &t);
     if (st == LMC_OK)
         lmc_response_transfer(out, ok);
     return st;
@@ -137,20 +147,15 @@ static lmc_status op_retrieve(const lmc_op_ctx *ctx, const lmc_request *q, msgpa
 static lmc_status op_store(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
                            lmc_error *err)
 {
-    lmc_region *r = NULL;
-    lmc_region_copy rc;
-    lmc_kv_copy copy;
-    lmc_object_key *keys = NULL;
-    size_t nk = 0;
-    lmc_status st = transfer_begin(ctx, "store", q, 0, &r, &rc, &copy, &keys, &nk, err);
+    transfer t;
+    lmc_status st = transfer_begin(ctx, "store", q, 0, &t, err);
     if (st != LMC_OK)
         return st;
     /* The region's own layout: its chunks are what the copy fills. */
     lmc_layout_desc layout;
-    lmc_region_layout(r, &layout);
-    st = lmc_engine_store(ctx->engine, keys, nk, &layout, &copy, err);
-    lmc_regions_release(ctx->regions, r);
-    free(keys);
+    lmc_region_layout(t.r, &layout);
+    st = lmc_engine_store(ctx->engine, t.keys, t.nk, &layout, &t.copy, err);
+    transfer_end(ctx, &t);
     if (st == LMC_OK)
         lmc_response_transfer(out, true);
     return st;

@@ -162,6 +162,16 @@ static lmc_status rd(dec *d, cur *c, const char *field, item *it)
     return lmc_mp_next(c, it) == LMC_MP_OK ? LMC_OK : malformed(d, field);
 }
 
+/* Read one value that must be of type t; want names it in the message ("a str"). */
+static lmc_status rd_as(dec *d, cur *c, const char *field, lmc_mp_type t, const char *want,
+                        item *it)
+{
+    lmc_status st = rd(d, c, field, it);
+    if (st != LMC_OK)
+        return st;
+    return it->type == t ? LMC_OK : wrong_type(d, field, want, it);
+}
+
 static lmc_status want_int(dec *d, const char *field, const item *it, int64_t lo, int64_t hi,
                            int64_t *out)
 {
@@ -191,11 +201,9 @@ static lmc_status rd_int(dec *d, cur *c, const char *field, int64_t lo, int64_t 
 static lmc_status rd_str(dec *d, cur *c, const char *field, const uint8_t **p, size_t *n)
 {
     item it;
-    lmc_status st = rd(d, c, field, &it);
+    lmc_status st = rd_as(d, c, field, LMC_MP_STR, "a str", &it);
     if (st != LMC_OK)
         return st;
-    if (it.type != LMC_MP_STR)
-        return wrong_type(d, field, "a str", &it);
     *p = (const uint8_t *)it.v.s.ptr;
     *n = it.v.s.len;
     return LMC_OK;
@@ -337,15 +345,45 @@ typedef enum key_mode {
     KEY_ANY,    /* either (free_lookup_locks) */
 } key_mode;
 
+/*
+ * Item k of a list of uints at most max (token ids, block ids). The common
+ * case is a plain uint taken in one step; anything else is read again to
+ * say what it is. Both lists word their errors the same way, "<field> must
+ * be <want> (item k is ...)", so the two loops share this one reader,
+ * inlined into each so the common case stays a few instructions per item.
+ */
+static inline __attribute__((always_inline)) lmc_status rd_uint_item(dec *d, cur *c,
+                                                                     const char *field,
+                                                                     const char *want, uint32_t k,
+                                                                     uint64_t max, uint64_t *out)
+{
+    uint64_t u;
+    if (!lmc_mp_take_uint(c, &u)) {
+        item v;
+        if (lmc_mp_next(c, &v) != LMC_MP_OK)
+            return malformed(d, field);
+        if (v.type == LMC_MP_INT)
+            return reject(d, LMC_ERR_INVALID, "%s must be %s (item %" PRIu32 " is %" PRId64 ")",
+                          field, want, k, v.v.i);
+        if (v.type != LMC_MP_UINT)
+            return reject(d, LMC_ERR_FORMAT, "%s must be %s (item %" PRIu32 " is a %s)", field,
+                          want, k, type_name(v.type));
+        u = v.v.u;
+    }
+    if (u > max)
+        return reject(d, LMC_ERR_INVALID, "%s must be %s (item %" PRIu32 " is %" PRIu64 ")", field,
+                      want, k, u);
+    *out = u;
+    return LMC_OK;
+}
+
 static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
 {
     const char *field = "key.token_ids";
     item it;
-    lmc_status st = rd(d, c, field, &it);
+    lmc_status st = rd_as(d, c, field, LMC_MP_ARRAY, "a list of unsigned 32-bit ints", &it);
     if (st != LMC_OK)
         return st;
-    if (it.type != LMC_MP_ARRAY)
-        return wrong_type(d, field, "a list of unsigned 32-bit ints", &it);
     uint32_t count = it.v.n;
     if (count > LMC_PROTO_MAX_TOKENS)
         return reject(d, LMC_ERR_INVALID, "%s has %" PRIu32 " tokens; at most %u allowed", field,
@@ -362,27 +400,9 @@ static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
     key->token_ids = t;
     for (uint32_t k = 0; k < count; k++) {
         uint64_t u;
-        if (!lmc_mp_take_uint(c, &u)) { /* not the common case: find out what it is */
-            item v;
-            if (lmc_mp_next(c, &v) != LMC_MP_OK)
-                return malformed(d, field);
-            if (v.type == LMC_MP_INT)
-                return reject(d, LMC_ERR_INVALID,
-                              "%s must be a list of unsigned 32-bit ints (item %" PRIu32
-                              " is %" PRId64 ")",
-                              field, k, v.v.i);
-            if (v.type != LMC_MP_UINT)
-                return reject(d, LMC_ERR_FORMAT,
-                              "%s must be a list of unsigned 32-bit ints (item %" PRIu32
-                              " is a %s)",
-                              field, k, type_name(v.type));
-            u = v.v.u;
-        }
-        if (u > UINT32_MAX)
-            return reject(d, LMC_ERR_INVALID,
-                          "%s must be a list of unsigned 32-bit ints (item %" PRIu32 " is %" PRIu64
-                          ")",
-                          field, k, u);
+        if ((st = rd_uint_item(d, c, field, "a list of unsigned 32-bit ints", k, UINT32_MAX, &u)) !=
+            LMC_OK)
+            return st;
         t[k] = (uint32_t)u;
     }
     key->n_tokens = count;
@@ -393,25 +413,40 @@ static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
  * The fields of a map payload (a key, a kv_cache), one row each: how its
  * value is read and where it goes in the struct being filled. A field may
  * appear once; a required one must; unknown ones are skipped (forward
- * compatibility). The required fields are checked in row order.
+ * compatibility). The required fields are checked in row order. A
+ * FIELD_NILABLE one may also be nil (Python's None), which leaves the
+ * struct's default as an absent field does. The encoders write the same
+ * table back (put_fields), so a map's field names and order live here once.
  */
 typedef enum field_kind {
     FIELD_INT,    /* rd_int in [lo, hi] into an int64_t */
     FIELD_STR,    /* a str, passed to check (if any), copied into a char * */
-    FIELD_CUSTOM, /* read by custom */
+    FIELD_CUSTOM, /* read and written by custom */
 } field_kind;
 
+typedef enum field_presence {
+    FIELD_REQUIRED,
+    FIELD_OPTIONAL,
+    FIELD_NILABLE, /* optional, and nil is the same as absent */
+} field_presence;
+
 typedef lmc_status (*str_check)(dec *d, const char *field, const uint8_t *p, size_t n);
+
+/* A FIELD_CUSTOM field's reader and writer; both get the whole struct. */
+typedef struct field_codec {
+    lmc_status (*read)(dec *d, cur *c, const char *field, void *dst);
+    void (*put)(msgpack_packer *pk, const void *src);
+} field_codec;
 
 typedef struct field_spec {
     const char *name;
     const char *path; /* "<map>.<name>", for messages */
     field_kind kind;
-    bool required;
+    field_presence presence;
     size_t off; /* of the destination in the struct (FIELD_INT, FIELD_STR) */
     int64_t lo, hi;
     str_check check;
-    lmc_status (*custom)(dec *d, cur *c, const char *field, void *dst);
+    const field_codec *custom;
 } field_spec;
 
 static lmc_status rd_field(dec *d, cur *c, const field_spec *f, const char *field, void *dst)
@@ -420,6 +455,9 @@ static lmc_status rd_field(dec *d, cur *c, const field_spec *f, const char *fiel
     const uint8_t *p;
     size_t n;
     lmc_status st;
+    static const uint8_t nil = 0xc0;
+    if (f->presence == FIELD_NILABLE && lmc_mp_take(c, &nil, 1))
+        return LMC_OK;
     switch (f->kind) {
     case FIELD_INT:
         return rd_int(d, c, field, f->lo, f->hi, (int64_t *)(void *)(base + f->off));
@@ -431,7 +469,7 @@ static lmc_status rd_field(dec *d, cur *c, const field_spec *f, const char *fiel
     case FIELD_CUSTOM:
         break;
     }
-    return f->custom(d, c, field, dst);
+    return f->custom->read(d, c, field, dst);
 }
 
 /* Read the map named map (a top-level payload name) into dst by its field table. */
@@ -439,11 +477,9 @@ static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *f
                             void *dst)
 {
     item m;
-    lmc_status st = rd(d, c, map, &m);
+    lmc_status st = rd_as(d, c, map, LMC_MP_MAP, "a map", &m);
     if (st != LMC_OK)
         return st;
-    if (m.type != LMC_MP_MAP)
-        return wrong_type(d, map, "a map", &m);
     uint32_t seen = 0; /* bit k: fields[k] was read */
     for (uint32_t k = 0; k < m.v.n; k++) {
         item f;
@@ -470,20 +506,9 @@ static lmc_status rd_fields(dec *d, cur *c, const char *map, const field_spec *f
             return st;
     }
     for (size_t i = 0; i < nf; i++)
-        if (fields[i].required && !(seen & (1u << i)))
+        if (fields[i].presence == FIELD_REQUIRED && !(seen & (1u << i)))
             return reject(d, LMC_ERR_FORMAT, "%s is missing field '%s'", map, fields[i].name);
     return LMC_OK;
-}
-
-/* key.worker_id: nil (a lookup: every rank) leaves -1, else a rank. */
-static lmc_status rd_worker_id(dec *d, cur *c, const char *field, void *dst)
-{
-    lmc_ipc_key *key = dst;
-    item v;
-    lmc_status st = rd(d, c, field, &v);
-    if (st != LMC_OK || v.type == LMC_MP_NIL)
-        return st;
-    return want_int(d, field, &v, 0, 254, &key->worker_id);
 }
 
 static lmc_status rd_token_list(dec *d, cur *c, const char *field, void *dst)
@@ -492,37 +517,39 @@ static lmc_status rd_token_list(dec *d, cur *c, const char *field, void *dst)
     return rd_token_ids(d, c, dst);
 }
 
-/* key.cache_salt: nil (None) is no salt. */
-static lmc_status rd_cache_salt(dec *d, cur *c, const char *field, void *dst)
+static void put_token_ids(msgpack_packer *pk, const void *src)
 {
-    lmc_ipc_key *key = dst;
-    item v;
-    lmc_status st = rd(d, c, field, &v);
-    if (st != LMC_OK || v.type == LMC_MP_NIL)
-        return st;
-    if (v.type != LMC_MP_STR)
-        return wrong_type(d, field, "a str", &v);
-    const uint8_t *sp = (const uint8_t *)v.v.s.ptr;
-    if ((st = check_cache_salt(d, field, sp, v.v.s.len)) != LMC_OK)
-        return st;
-    return own_str(d, field, sp, v.v.s.len, &key->cache_salt);
+    const lmc_ipc_key *key = src;
+    msgpack_pack_array(pk, key->n_tokens);
+    for (size_t k = 0; k < key->n_tokens; k++)
+        msgpack_pack_uint32(pk, key->token_ids[k]);
 }
 
-#define KEY_AT(member) offsetof(lmc_ipc_key, member)
-#define KEY_FIELD(name, ...)                                                                       \
+static const field_codec TOKEN_IDS = {rd_token_list, put_token_ids};
+
+/* A field_spec row of the map named map: its path for messages is "<map>.<name>". */
+#define FIELD_ROW(map, name, ...)                                                                  \
     {                                                                                              \
-        name, "key." name, __VA_ARGS__                                                             \
+        name, map "." name, __VA_ARGS__                                                            \
     }
+
+#define KEY_AT(member) offsetof(lmc_ipc_key, member)
+#define KEY_FIELD(...) FIELD_ROW("key", __VA_ARGS__)
+/* worker_id: nil (a lookup: every rank) leaves -1, else a rank. cache_salt: nil is no salt. */
 static const field_spec KEY_FIELDS[] = {
-    KEY_FIELD("model_name", FIELD_STR, true, KEY_AT(model_name), 0, 0, check_model_name, NULL),
-    KEY_FIELD("world_size", FIELD_INT, true, KEY_AT(world_size), 1, 255, NULL, NULL),
-    KEY_FIELD("worker_id", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_worker_id),
-    KEY_FIELD("token_ids", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_token_list),
-    KEY_FIELD("start", FIELD_INT, true, KEY_AT(start), 0, INT64_MAX, NULL, NULL),
-    KEY_FIELD("end", FIELD_INT, true, KEY_AT(end), 0, INT64_MAX, NULL, NULL),
-    KEY_FIELD("request_id", FIELD_STR, true, KEY_AT(request_id), 0, 0, check_request_id, NULL),
-    KEY_FIELD("cache_salt", FIELD_CUSTOM, false, 0, 0, 0, NULL, rd_cache_salt),
-    KEY_FIELD("num_kv_readers", FIELD_INT, false, KEY_AT(num_kv_readers), 1, 128, NULL, NULL),
+    KEY_FIELD("model_name", FIELD_STR, FIELD_REQUIRED, KEY_AT(model_name), 0, 0, check_model_name,
+              NULL),
+    KEY_FIELD("world_size", FIELD_INT, FIELD_REQUIRED, KEY_AT(world_size), 1, 255, NULL, NULL),
+    KEY_FIELD("worker_id", FIELD_INT, FIELD_NILABLE, KEY_AT(worker_id), 0, 254, NULL, NULL),
+    KEY_FIELD("token_ids", FIELD_CUSTOM, FIELD_REQUIRED, 0, 0, 0, NULL, &TOKEN_IDS),
+    KEY_FIELD("start", FIELD_INT, FIELD_REQUIRED, KEY_AT(start), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("end", FIELD_INT, FIELD_REQUIRED, KEY_AT(end), 0, INT64_MAX, NULL, NULL),
+    KEY_FIELD("request_id", FIELD_STR, FIELD_REQUIRED, KEY_AT(request_id), 0, 0, check_request_id,
+              NULL),
+    KEY_FIELD("cache_salt", FIELD_STR, FIELD_NILABLE, KEY_AT(cache_salt), 0, 0, check_cache_salt,
+              NULL),
+    KEY_FIELD("num_kv_readers", FIELD_INT, FIELD_OPTIONAL, KEY_AT(num_kv_readers), 1, 128, NULL,
+              NULL),
 };
 
 static lmc_status rd_key(dec *d, cur *c, key_mode mode, lmc_ipc_key *key)
@@ -577,20 +604,26 @@ static lmc_status rd_dtype(dec *d, cur *c, const char *field, void *dst)
     return LMC_OK;
 }
 
+static void put_dtype(msgpack_packer *pk, const void *src)
+{
+    const lmc_kv_region_desc *r = src;
+    lmc_msgpack_pack_cstr(pk, lmc_dtype_name(r->dtype));
+}
+
+static const field_codec DTYPE = {rd_dtype, put_dtype};
+
 #define REGION_AT(member) offsetof(lmc_kv_region_desc, member)
-#define REGION_FIELD(name, ...)                                                                    \
-    {                                                                                              \
-        name, "kv_cache." name, __VA_ARGS__                                                        \
-    }
+#define REGION_FIELD(...) FIELD_ROW("kv_cache", __VA_ARGS__)
 static const field_spec REGION_FIELDS[] = {
-    REGION_FIELD("shm_name", FIELD_STR, true, REGION_AT(shm_name), 0, 0, check_shm_name, NULL),
-    REGION_FIELD("num_blocks", FIELD_INT, true, REGION_AT(num_blocks), 1, LMC_PROTO_MAX_BLOCKS,
-                 NULL, NULL),
-    REGION_FIELD("tokens_per_block", FIELD_INT, true, REGION_AT(tokens_per_block), 1, INT64_MAX,
-                 NULL, NULL),
-    REGION_FIELD("bytes_per_token", FIELD_INT, true, REGION_AT(bytes_per_token), 1, INT64_MAX, NULL,
+    REGION_FIELD("shm_name", FIELD_STR, FIELD_REQUIRED, REGION_AT(shm_name), 0, 0, check_shm_name,
                  NULL),
-    REGION_FIELD("dtype", FIELD_CUSTOM, true, 0, 0, 0, NULL, rd_dtype),
+    REGION_FIELD("num_blocks", FIELD_INT, FIELD_REQUIRED, REGION_AT(num_blocks), 1,
+                 LMC_PROTO_MAX_BLOCKS, NULL, NULL),
+    REGION_FIELD("tokens_per_block", FIELD_INT, FIELD_REQUIRED, REGION_AT(tokens_per_block), 1,
+                 INT64_MAX, NULL, NULL),
+    REGION_FIELD("bytes_per_token", FIELD_INT, FIELD_REQUIRED, REGION_AT(bytes_per_token), 1,
+                 INT64_MAX, NULL, NULL),
+    REGION_FIELD("dtype", FIELD_CUSTOM, FIELD_REQUIRED, 0, 0, 0, NULL, &DTYPE),
 };
 
 static lmc_status rd_region(dec *d, cur *c, lmc_kv_region_desc *r)
@@ -618,21 +651,18 @@ static lmc_status rd_region(dec *d, cur *c, lmc_kv_region_desc *r)
 static lmc_status rd_block_ids(dec *d, cur *c, lmc_request *req)
 {
     item outer;
-    lmc_status st = rd(d, c, "block_ids", &outer);
+    lmc_status st =
+        rd_as(d, c, "block_ids", LMC_MP_ARRAY, "a list of one list of block ids", &outer);
     if (st != LMC_OK)
         return st;
-    if (outer.type != LMC_MP_ARRAY)
-        return wrong_type(d, "block_ids", "a list of one list of block ids", &outer);
     if (outer.v.n != 1)
         return reject(d, LMC_ERR_INVALID,
                       "block_ids has %" PRIu32
                       " KV groups; this server supports exactly one (a list of one list)",
                       outer.v.n);
     item inner;
-    if ((st = rd(d, c, "block_ids[0]", &inner)) != LMC_OK)
+    if ((st = rd_as(d, c, "block_ids[0]", LMC_MP_ARRAY, "a list of block ids", &inner)) != LMC_OK)
         return st;
-    if (inner.type != LMC_MP_ARRAY)
-        return wrong_type(d, "block_ids[0]", "a list of block ids", &inner);
     uint32_t count = inner.v.n;
     if (count > LMC_PROTO_MAX_BLOCKS)
         return reject(d, LMC_ERR_INVALID, "block_ids[0] has %" PRIu32 " ids; at most %u allowed",
@@ -645,27 +675,9 @@ static lmc_status rd_block_ids(dec *d, cur *c, lmc_request *req)
     req->block_ids = ids;
     for (uint32_t k = 0; k < count; k++) {
         uint64_t u;
-        if (!lmc_mp_take_uint(c, &u)) { /* not the common case: find out what it is */
-            item v;
-            if (lmc_mp_next(c, &v) != LMC_MP_OK)
-                return malformed(d, "block_ids[0]");
-            if (v.type == LMC_MP_INT)
-                return reject(d, LMC_ERR_INVALID,
-                              "block_ids[0] must be a list of non-negative ints (item %" PRIu32
-                              " is %" PRId64 ")",
-                              k, v.v.i);
-            if (v.type != LMC_MP_UINT)
-                return reject(d, LMC_ERR_FORMAT,
-                              "block_ids[0] must be a list of non-negative ints (item %" PRIu32
-                              " is a %s)",
-                              k, type_name(v.type));
-            u = v.v.u;
-        }
-        if (u > (uint64_t)INT64_MAX)
-            return reject(d, LMC_ERR_INVALID,
-                          "block_ids[0] must be a list of non-negative ints (item %" PRIu32
-                          " is %" PRIu64 ")",
-                          k, u);
+        if ((st = rd_uint_item(d, c, "block_ids[0]", "a list of non-negative ints", k,
+                               (uint64_t)INT64_MAX, &u)) != LMC_OK)
+            return st;
         ids[k] = (int64_t)u;
     }
     req->n_block_ids = count;
@@ -675,10 +687,7 @@ static lmc_status rd_block_ids(dec *d, cur *c, lmc_request *req)
 static lmc_status rd_bin_ignored(dec *d, cur *c, const char *field)
 {
     item it;
-    lmc_status st = rd(d, c, field, &it);
-    if (st != LMC_OK)
-        return st;
-    return it.type == LMC_MP_BIN ? LMC_OK : wrong_type(d, field, "bytes (bin)", &it);
+    return rd_as(d, c, field, LMC_MP_BIN, "bytes (bin)", &it);
 }
 
 static lmc_status rd_request_id(dec *d, cur *c, const char *field, char **out)
@@ -750,24 +759,25 @@ static lmc_status p_ping(dec *d, cur *f, size_t n, lmc_request *req)
     return LMC_OK;
 }
 
-static lmc_status p_lookup(dec *d, cur *f, size_t n, lmc_request *req)
+/* lookup and free_lookup_locks: a key, then an optional tp_size (legacy, ignored). */
+static lmc_status rd_key_tp(dec *d, cur *f, size_t n, key_mode mode, lmc_request *req)
 {
-    lmc_status st = rd_key(d, &f[0], KEY_LOOKUP, &req->key);
-    if (st == LMC_OK && n > 1) {
-        int64_t tp; /* legacy, ignored */
-        st = rd_int(d, &f[1], "tp_size", INT64_MIN, INT64_MAX, &tp);
-    }
-    return st;
-}
-
-static lmc_status p_free_locks(dec *d, cur *f, size_t n, lmc_request *req)
-{
-    lmc_status st = rd_key(d, &f[0], KEY_ANY, &req->key);
+    lmc_status st = rd_key(d, &f[0], mode, &req->key);
     if (st == LMC_OK && n > 1) {
         int64_t tp;
         st = rd_int(d, &f[1], "tp_size", INT64_MIN, INT64_MAX, &tp);
     }
     return st;
+}
+
+static lmc_status p_lookup(dec *d, cur *f, size_t n, lmc_request *req)
+{
+    return rd_key_tp(d, f, n, KEY_LOOKUP, req);
+}
+
+static lmc_status p_free_locks(dec *d, cur *f, size_t n, lmc_request *req)
+{
+    return rd_key_tp(d, f, n, KEY_ANY, req);
 }
 
 static lmc_status p_request_id(dec *d, cur *f, size_t n, lmc_request *req)
@@ -797,11 +807,9 @@ static lmc_status p_clear(dec *d, cur *f, size_t n, lmc_request *req)
     if (n == 0)
         return LMC_OK;
     item it;
-    lmc_status st = rd(d, &f[0], "force", &it);
+    lmc_status st = rd_as(d, &f[0], "force", LMC_MP_BOOL, "a bool", &it);
     if (st != LMC_OK)
         return st;
-    if (it.type != LMC_MP_BOOL)
-        return wrong_type(d, "force", "a bool", &it);
     req->force = it.v.b;
     return LMC_OK;
 }
@@ -1054,47 +1062,46 @@ void lmc_request_encode_uid_op(msgpack_sbuffer *uid, msgpack_sbuffer *op, int64_
     msgpack_pack_int(&po, (int)operation);
 }
 
+/* Write src as the map its field table reads; a nilable int below its range (worker_id -1) is nil.
+ */
+static void put_fields(msgpack_packer *pk, const field_spec *fields, size_t nf, const void *src)
+{
+    const char *base = src;
+    msgpack_pack_map(pk, nf);
+    for (size_t i = 0; i < nf; i++) {
+        const field_spec *f = &fields[i];
+        lmc_msgpack_pack_cstr(pk, f->name);
+        switch (f->kind) {
+        case FIELD_INT: {
+            int64_t v;
+            memcpy(&v, base + f->off, sizeof(v));
+            if (f->presence == FIELD_NILABLE && v < f->lo)
+                msgpack_pack_nil(pk);
+            else
+                msgpack_pack_int64(pk, v);
+            break;
+        }
+        case FIELD_STR: {
+            const char *v;
+            memcpy(&v, base + f->off, sizeof(v));
+            lmc_msgpack_pack_cstr(pk, v);
+            break;
+        }
+        case FIELD_CUSTOM:
+            f->custom->put(pk, src);
+            break;
+        }
+    }
+}
+
 void lmc_ipc_key_encode(msgpack_packer *pk, const lmc_ipc_key *key)
 {
-    msgpack_pack_map(pk, 9);
-    lmc_msgpack_pack_cstr(pk, "model_name");
-    lmc_msgpack_pack_cstr(pk, key->model_name);
-    lmc_msgpack_pack_cstr(pk, "world_size");
-    msgpack_pack_int64(pk, key->world_size);
-    lmc_msgpack_pack_cstr(pk, "worker_id");
-    if (key->worker_id < 0)
-        msgpack_pack_nil(pk);
-    else
-        msgpack_pack_int64(pk, key->worker_id);
-    lmc_msgpack_pack_cstr(pk, "token_ids");
-    msgpack_pack_array(pk, key->n_tokens);
-    for (size_t k = 0; k < key->n_tokens; k++)
-        msgpack_pack_uint32(pk, key->token_ids[k]);
-    lmc_msgpack_pack_cstr(pk, "start");
-    msgpack_pack_int64(pk, key->start);
-    lmc_msgpack_pack_cstr(pk, "end");
-    msgpack_pack_int64(pk, key->end);
-    lmc_msgpack_pack_cstr(pk, "request_id");
-    lmc_msgpack_pack_cstr(pk, key->request_id);
-    lmc_msgpack_pack_cstr(pk, "cache_salt");
-    lmc_msgpack_pack_cstr(pk, key->cache_salt);
-    lmc_msgpack_pack_cstr(pk, "num_kv_readers");
-    msgpack_pack_int64(pk, key->num_kv_readers);
+    put_fields(pk, KEY_FIELDS, sizeof(KEY_FIELDS) / sizeof(KEY_FIELDS[0]), key);
 }
 
 void lmc_kv_region_encode(msgpack_packer *pk, const lmc_kv_region_desc *r)
 {
-    msgpack_pack_map(pk, 5);
-    lmc_msgpack_pack_cstr(pk, "shm_name");
-    lmc_msgpack_pack_cstr(pk, r->shm_name);
-    lmc_msgpack_pack_cstr(pk, "num_blocks");
-    msgpack_pack_int64(pk, r->num_blocks);
-    lmc_msgpack_pack_cstr(pk, "tokens_per_block");
-    msgpack_pack_int64(pk, r->tokens_per_block);
-    lmc_msgpack_pack_cstr(pk, "bytes_per_token");
-    msgpack_pack_int64(pk, r->bytes_per_token);
-    lmc_msgpack_pack_cstr(pk, "dtype");
-    lmc_msgpack_pack_cstr(pk, lmc_dtype_name(r->dtype));
+    put_fields(pk, REGION_FIELDS, sizeof(REGION_FIELDS) / sizeof(REGION_FIELDS[0]), r);
 }
 
 void lmc_block_ids_encode(msgpack_packer *pk, const int64_t *ids, size_t n)

@@ -385,191 +385,197 @@ out:
     }
 }
 
+/*
+ * The per-key batch operations below (finish write, reserve, unsafe and
+ * finish read, finish write and reserve read, abort and delete) share one
+ * loop: take the mutex once for the batch, look each key up, let the op's
+ * step judge and change the object, and announce the accepted keys as one
+ * event. Only the step differs between them, so only the step is written
+ * per op; the locking, the lookup and the event order live in run_keys.
+ */
+typedef struct key_call {
+    uint64_t now;
+    uint32_t count; /* read locks to take or release (lock_count) */
+} key_call;
+
+typedef struct key_op {
+    /*
+     * LMC_L1_SUCCESS after changing o, or why o is refused (left as it
+     * was). Sets *drop when the accepted object leaves the table now.
+     */
+    lmc_l1_error (*step)(l1_object *o, const key_call *c, bool *drop);
+    bool announce; /* announce ev for each accepted key */
+    lmc_l1_event ev;
+    bool drops; /* the step may set *drop; DELETED follows ev for those keys */
+} key_op;
+
+/* Inlined into each op, so the constant op's step is a direct call there. */
+static inline __attribute__((always_inline)) void run_keys(lmc_l1_manager *l1, const key_op *op,
+                                                           const lmc_object_key *keys, size_t n,
+                                                           uint32_t count, lmc_l1_error *errs,
+                                                           lmc_memory_obj *objs)
+{
+    scratch done, freed;
+    scratch_init(&done, op->announce ? n : 0);
+    scratch_init(&freed, op->drops ? n : 0);
+    pthread_mutex_lock(&l1->mu);
+    key_call c = {.now = now_ms(l1), .count = count};
+    for (size_t i = 0; i < n; i++) {
+        l1_object *o = lookup(l1, &keys[i]);
+        bool drop = false;
+        lmc_l1_error e = o == NULL ? LMC_L1_KEY_NOT_EXIST : op->step(o, &c, &drop);
+        if (errs)
+            errs[i] = e;
+        if (e != LMC_L1_SUCCESS)
+            continue;
+        if (objs)
+            objs[i] = obj_view(l1, o);
+        if (op->announce)
+            scratch_push(l1, &done, op->ev, &keys[i]);
+        if (drop) {
+            drop_object(l1, &keys[i], o);
+            scratch_push(l1, &freed, LMC_L1_EV_DELETED, &keys[i]);
+        }
+    }
+    scratch_flush(l1, &done, op->ev);
+    scratch_flush(l1, &freed, LMC_L1_EV_DELETED);
+    pthread_mutex_unlock(&l1->mu);
+}
+
+/* Finishing a write needs the write lock held and no reader yet. */
+static bool is_finishable(const l1_object *o, uint64_t now)
+{
+    return lmc_ttl_lock_is_locked(&o->write_lock, now) &&
+           !lmc_ttl_lock_is_locked(&o->read_lock, now);
+}
+
+static lmc_l1_error finish_write_step(l1_object *o, const key_call *c, bool *drop)
+{
+    (void)drop;
+    if (!is_finishable(o, c->now))
+        return LMC_L1_KEY_IN_WRONG_STATE;
+    lmc_ttl_lock_unlock(&o->write_lock, 1);
+    if (!lmc_ttl_lock_is_locked(&o->write_lock, c->now))
+        o->write_pending = false;
+    return LMC_L1_SUCCESS;
+}
+
+static lmc_l1_error reserve_read_step(l1_object *o, const key_call *c, bool *drop)
+{
+    (void)drop;
+    if (!is_readable(o, c->now))
+        return LMC_L1_KEY_NOT_READABLE;
+    lmc_ttl_lock_lock(&o->read_lock, c->count, c->now);
+    return LMC_L1_SUCCESS;
+}
+
+static lmc_l1_error unsafe_read_step(l1_object *o, const key_call *c, bool *drop)
+{
+    (void)drop;
+    return lmc_ttl_lock_is_locked(&o->read_lock, c->now) ? LMC_L1_SUCCESS : LMC_L1_KEY_NOT_READABLE;
+}
+
+static lmc_l1_error finish_read_step(l1_object *o, const key_call *c, bool *drop)
+{
+    if (lmc_ttl_lock_is_locked(&o->write_lock, c->now) ||
+        !lmc_ttl_lock_is_locked(&o->read_lock, c->now))
+        return LMC_L1_KEY_IN_WRONG_STATE;
+    lmc_ttl_lock_unlock(&o->read_lock, c->count);
+    /* Prefetched (temporary) objects live only as long as their readers. */
+    *drop = o->is_temporary && !lmc_ttl_lock_is_locked(&o->read_lock, c->now);
+    return LMC_L1_SUCCESS;
+}
+
+static lmc_l1_error finish_write_reserve_read_step(l1_object *o, const key_call *c, bool *drop)
+{
+    (void)drop;
+    if (!is_finishable(o, c->now))
+        return LMC_L1_KEY_IN_WRONG_STATE;
+    lmc_ttl_lock_reset(&o->write_lock);
+    o->write_pending = false;
+    lmc_ttl_lock_lock(&o->read_lock, c->count, c->now);
+    return LMC_L1_SUCCESS;
+}
+
+/* Which objects lmc_l1_delete (force or not) and lmc_l1_abort_write drop. */
+static lmc_l1_error drop_unlocked_step(l1_object *o, const key_call *c, bool *drop)
+{
+    *drop = !is_locked(o, c->now);
+    return *drop ? LMC_L1_SUCCESS : LMC_L1_KEY_IS_LOCKED;
+}
+
+static lmc_l1_error drop_any_step(l1_object *o, const key_call *c, bool *drop)
+{
+    (void)o;
+    (void)c;
+    *drop = true;
+    return LMC_L1_SUCCESS;
+}
+
+static lmc_l1_error drop_unfinished_step(l1_object *o, const key_call *c, bool *drop)
+{
+    *drop = o->write_pending && !lmc_ttl_lock_is_locked(&o->read_lock, c->now);
+    return *drop ? LMC_L1_SUCCESS : LMC_L1_KEY_IN_WRONG_STATE;
+}
+
+static const key_op g_finish_write = {
+    .step = finish_write_step, .announce = true, .ev = LMC_L1_EV_WRITE_FINISHED};
+static const key_op g_reserve_read = {
+    .step = reserve_read_step, .announce = true, .ev = LMC_L1_EV_RESERVED_READ};
+static const key_op g_unsafe_read = {.step = unsafe_read_step}; /* announces nothing */
+static const key_op g_finish_read = {
+    .step = finish_read_step, .announce = true, .ev = LMC_L1_EV_READ_FINISHED, .drops = true};
+static const key_op g_finish_write_reserve_read = {
+    .step = finish_write_reserve_read_step,
+    .announce = true,
+    .ev = LMC_L1_EV_WRITE_FINISHED_AND_READ_RESERVED,
+};
+/* The drops announce DELETED only. */
+static const key_op g_drop_unlocked = {.step = drop_unlocked_step, .drops = true};
+static const key_op g_drop_any = {.step = drop_any_step, .drops = true};
+static const key_op g_drop_unfinished = {.step = drop_unfinished_step, .drops = true};
+
 void lmc_l1_finish_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                          lmc_l1_error *errs)
 {
-    scratch done;
-    scratch_init(&done, n);
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        if (o == NULL) {
-            errs[i] = LMC_L1_KEY_NOT_EXIST;
-        } else if (!lmc_ttl_lock_is_locked(&o->write_lock, now) ||
-                   lmc_ttl_lock_is_locked(&o->read_lock, now)) {
-            errs[i] = LMC_L1_KEY_IN_WRONG_STATE;
-        } else {
-            lmc_ttl_lock_unlock(&o->write_lock, 1);
-            if (!lmc_ttl_lock_is_locked(&o->write_lock, now))
-                o->write_pending = false;
-            errs[i] = LMC_L1_SUCCESS;
-            scratch_push(l1, &done, LMC_L1_EV_WRITE_FINISHED, &keys[i]);
-        }
-    }
-    scratch_flush(l1, &done, LMC_L1_EV_WRITE_FINISHED);
-    pthread_mutex_unlock(&l1->mu);
+    run_keys(l1, &g_finish_write, keys, n, 0, errs, NULL);
 }
 
 void lmc_l1_reserve_read(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                          uint32_t extra_count, lmc_l1_error *errs, lmc_memory_obj *objs)
 {
-    uint32_t count = lock_count(extra_count);
-    scratch done;
-    scratch_init(&done, n);
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        if (o == NULL) {
-            errs[i] = LMC_L1_KEY_NOT_EXIST;
-        } else if (!is_readable(o, now)) {
-            errs[i] = LMC_L1_KEY_NOT_READABLE;
-        } else {
-            lmc_ttl_lock_lock(&o->read_lock, count, now);
-            errs[i] = LMC_L1_SUCCESS;
-            if (objs)
-                objs[i] = obj_view(l1, o);
-            scratch_push(l1, &done, LMC_L1_EV_RESERVED_READ, &keys[i]);
-        }
-    }
-    scratch_flush(l1, &done, LMC_L1_EV_RESERVED_READ);
-    pthread_mutex_unlock(&l1->mu);
+    run_keys(l1, &g_reserve_read, keys, n, lock_count(extra_count), errs, objs);
 }
 
 void lmc_l1_unsafe_read(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                         lmc_l1_error *errs, lmc_memory_obj *objs)
 {
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        if (o == NULL) {
-            errs[i] = LMC_L1_KEY_NOT_EXIST;
-        } else if (!lmc_ttl_lock_is_locked(&o->read_lock, now)) {
-            errs[i] = LMC_L1_KEY_NOT_READABLE;
-        } else {
-            errs[i] = LMC_L1_SUCCESS;
-            objs[i] = obj_view(l1, o);
-        }
-    }
-    pthread_mutex_unlock(&l1->mu);
+    run_keys(l1, &g_unsafe_read, keys, n, 0, errs, objs);
 }
 
 void lmc_l1_finish_read(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                         uint32_t extra_count, lmc_l1_error *errs)
 {
-    uint32_t count = lock_count(extra_count);
-    scratch done, freed;
-    scratch_init(&done, n);
-    scratch_init(&freed, n);
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        if (o == NULL) {
-            errs[i] = LMC_L1_KEY_NOT_EXIST;
-            continue;
-        }
-        if (lmc_ttl_lock_is_locked(&o->write_lock, now) ||
-            !lmc_ttl_lock_is_locked(&o->read_lock, now)) {
-            errs[i] = LMC_L1_KEY_IN_WRONG_STATE;
-            continue;
-        }
-        lmc_ttl_lock_unlock(&o->read_lock, count);
-        errs[i] = LMC_L1_SUCCESS;
-        scratch_push(l1, &done, LMC_L1_EV_READ_FINISHED, &keys[i]);
-        /* Prefetched (temporary) objects live only as long as their readers. */
-        if (o->is_temporary && !lmc_ttl_lock_is_locked(&o->read_lock, now)) {
-            drop_object(l1, &keys[i], o);
-            scratch_push(l1, &freed, LMC_L1_EV_DELETED, &keys[i]);
-        }
-    }
-    scratch_flush(l1, &done, LMC_L1_EV_READ_FINISHED);
-    scratch_flush(l1, &freed, LMC_L1_EV_DELETED);
-    pthread_mutex_unlock(&l1->mu);
+    run_keys(l1, &g_finish_read, keys, n, lock_count(extra_count), errs, NULL);
 }
 
 void lmc_l1_finish_write_and_reserve_read(lmc_l1_manager *l1, const lmc_object_key *keys,
                                           size_t n, uint32_t extra_count, lmc_l1_error *errs,
                                           lmc_memory_obj *objs)
 {
-    uint32_t count = lock_count(extra_count);
-    scratch done;
-    scratch_init(&done, n);
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        if (o == NULL) {
-            errs[i] = LMC_L1_KEY_NOT_EXIST;
-        } else if (!lmc_ttl_lock_is_locked(&o->write_lock, now) ||
-                   lmc_ttl_lock_is_locked(&o->read_lock, now)) {
-            errs[i] = LMC_L1_KEY_IN_WRONG_STATE;
-        } else {
-            lmc_ttl_lock_reset(&o->write_lock);
-            o->write_pending = false;
-            lmc_ttl_lock_lock(&o->read_lock, count, now);
-            errs[i] = LMC_L1_SUCCESS;
-            if (objs)
-                objs[i] = obj_view(l1, o);
-            scratch_push(l1, &done, LMC_L1_EV_WRITE_FINISHED_AND_READ_RESERVED, &keys[i]);
-        }
-    }
-    scratch_flush(l1, &done, LMC_L1_EV_WRITE_FINISHED_AND_READ_RESERVED);
-    pthread_mutex_unlock(&l1->mu);
-}
-
-/* Which objects lmc_l1_delete (force or not) and lmc_l1_abort_write drop. */
-typedef enum drop_rule { DROP_UNLOCKED, DROP_ANY, DROP_UNFINISHED } drop_rule;
-
-/* LMC_L1_SUCCESS when rule drops o now, else why it stays. */
-static lmc_l1_error drop_refusal(const l1_object *o, drop_rule rule, uint64_t now)
-{
-    switch (rule) {
-    case DROP_UNLOCKED:
-        return is_locked(o, now) ? LMC_L1_KEY_IS_LOCKED : LMC_L1_SUCCESS;
-    case DROP_UNFINISHED:
-        return o->write_pending && !lmc_ttl_lock_is_locked(&o->read_lock, now)
-                   ? LMC_L1_SUCCESS
-                   : LMC_L1_KEY_IN_WRONG_STATE;
-    case DROP_ANY:
-        break;
-    }
-    return LMC_L1_SUCCESS;
-}
-
-static void drop_keys(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, drop_rule rule,
-                      lmc_l1_error *errs)
-{
-    scratch freed;
-    scratch_init(&freed, n);
-    pthread_mutex_lock(&l1->mu);
-    uint64_t now = now_ms(l1);
-    for (size_t i = 0; i < n; i++) {
-        l1_object *o = lookup(l1, &keys[i]);
-        lmc_l1_error e = o == NULL ? LMC_L1_KEY_NOT_EXIST : drop_refusal(o, rule, now);
-        if (e == LMC_L1_SUCCESS) {
-            drop_object(l1, &keys[i], o);
-            scratch_push(l1, &freed, LMC_L1_EV_DELETED, &keys[i]);
-        }
-        if (errs)
-            errs[i] = e;
-    }
-    scratch_flush(l1, &freed, LMC_L1_EV_DELETED);
-    pthread_mutex_unlock(&l1->mu);
+    run_keys(l1, &g_finish_write_reserve_read, keys, n, lock_count(extra_count), errs, objs);
 }
 
 void lmc_l1_abort_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                         lmc_l1_error *errs)
 {
-    drop_keys(l1, keys, n, DROP_UNFINISHED, errs);
+    run_keys(l1, &g_drop_unfinished, keys, n, 0, errs, NULL);
 }
 
 void lmc_l1_delete(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n, bool force,
                    lmc_l1_error *errs)
 {
-    drop_keys(l1, keys, n, force ? DROP_ANY : DROP_UNLOCKED, errs);
+    run_keys(l1, force ? &g_drop_any : &g_drop_unlocked, keys, n, 0, errs, NULL);
 }
 
 size_t lmc_l1_clear(lmc_l1_manager *l1, bool force)

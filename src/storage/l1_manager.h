@@ -84,6 +84,11 @@ void lmc_l1_reserve_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t
                           const bool *is_temporary, const lmc_layout_desc *layout,
                           lmc_write_mode mode, lmc_l1_error *errs, lmc_memory_obj *objs);
 
+/*
+ * The per-key calls from here to lmc_l1_delete report each key's outcome
+ * in errs[i]; errs may be NULL when the caller does not want them.
+ */
+
 /* NOT_EXIST; IN_WRONG_STATE if not write-locked (also after the TTL) or read-locked. */
 void lmc_l1_finish_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                          lmc_l1_error *errs);
@@ -111,7 +116,7 @@ void lmc_l1_finish_write_and_reserve_read(lmc_l1_manager *l1, const lmc_object_k
 /*
  * Give back objects a writer reserved and could not fill: each key still
  * write-pending (reserved, never finished) and not read-locked is dropped;
- * others are left alone (NOT_EXIST, KEY_IN_WRONG_STATE). errs may be NULL.
+ * others are left alone (NOT_EXIST, KEY_IN_WRONG_STATE).
  */
 void lmc_l1_abort_write(lmc_l1_manager *l1, const lmc_object_key *keys, size_t n,
                         lmc_l1_error *errs);

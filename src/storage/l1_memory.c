@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -358,32 +359,37 @@ static free_result free_range(lmc_l1_memory *m, uint64_t start, uint64_t len)
     return FREED;
 }
 
+/* "L1 memory: free of offset O size L <why>; ignored": the one wording of a refused free. */
+static void __attribute__((format(printf, 3, 4)))
+warn_refused_free(uint64_t off, uint64_t len, const char *why_fmt, ...)
+{
+    char why[160];
+    va_list ap;
+    va_start(ap, why_fmt);
+    vsnprintf(why, sizeof(why), why_fmt, ap);
+    va_end(ap);
+    LMC_WARN("l1", "L1 memory: free of offset %llu size %llu %s; ignored", (unsigned long long)off,
+             (unsigned long long)len, why);
+}
+
 /* Validate a slot and free it, logging (and ignoring) anything bogus. */
 static void free_slot_checked(lmc_l1_memory *m, uint64_t off, uint64_t len)
 {
     if (off % m->align != 0 || off >= m->capacity || len > m->capacity - off) {
-        LMC_WARN("l1",
-                 "L1 memory: free of offset %llu size %llu is outside the pool "
-                 "(capacity %llu) or misaligned (align %llu); ignored",
-                 (unsigned long long)off, (unsigned long long)len, (unsigned long long)m->capacity,
-                 (unsigned long long)m->align);
+        warn_refused_free(off, len,
+                          "is outside the pool (capacity %llu) or misaligned (align %llu)",
+                          (unsigned long long)m->capacity, (unsigned long long)m->align);
         return;
     }
     if (len > m->used) {
-        LMC_WARN("l1",
-                 "L1 memory: free of offset %llu size %llu exceeds the %llu bytes in use; "
-                 "ignored",
-                 (unsigned long long)off, (unsigned long long)len, (unsigned long long)m->used);
+        warn_refused_free(off, len, "exceeds the %llu bytes in use", (unsigned long long)m->used);
         return;
     }
     switch (free_range(m, off, len)) {
     case FREED:
         break;
     case OVERLAPS_FREE:
-        LMC_WARN("l1",
-                 "L1 memory: free of offset %llu size %llu overlaps free space "
-                 "(double free?); ignored",
-                 (unsigned long long)off, (unsigned long long)len);
+        warn_refused_free(off, len, "overlaps free space (double free?)");
         break;
     case NO_NODE:
         LMC_ERROR("l1",

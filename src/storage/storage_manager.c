@@ -255,20 +255,7 @@ void lmc_sm_finish_write(lmc_storage_manager *sm, const lmc_object_key *keys, si
                          lmc_l1_error *errs)
 {
     LMC_TRACE(FINISH_WRITE, .keys = keys, .n_keys = n);
-    lmc_l1_error stack_errs[STACK_KEYS];
-    lmc_l1_error *e = errs;
-    if (e == NULL) {
-        e = n <= STACK_KEYS ? stack_errs : malloc(n * sizeof(*e));
-        if (e == NULL) {
-            /* Commit one key at a time rather than lose the commit. */
-            for (size_t i = 0; i < n; i++)
-                lmc_l1_finish_write(sm->l1, &keys[i], 1, stack_errs);
-            return;
-        }
-    }
-    lmc_l1_finish_write(sm->l1, keys, n, e);
-    if (e != errs && e != stack_errs)
-        free(e);
+    lmc_l1_finish_write(sm->l1, keys, n, errs); /* errs may be NULL there too */
 }
 
 void lmc_sm_abort_write(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n)
@@ -485,19 +472,7 @@ void lmc_sm_finish_read_prefetched(lmc_storage_manager *sm, const lmc_object_key
                                    uint32_t extra_count, lmc_l1_error *errs)
 {
     LMC_TRACE(FINISH_READ, .keys = keys, .n_keys = n, .extra_count = extra_count);
-    lmc_l1_error stack_errs[STACK_KEYS];
-    lmc_l1_error *e = errs;
-    if (e == NULL) {
-        e = n <= STACK_KEYS ? stack_errs : malloc(n * sizeof(*e));
-        if (e == NULL) {
-            for (size_t i = 0; i < n; i++)
-                lmc_l1_finish_read(sm->l1, &keys[i], 1, extra_count, stack_errs);
-            return;
-        }
-    }
-    lmc_l1_finish_read(sm->l1, keys, n, extra_count, e);
-    if (e != errs && e != stack_errs)
-        free(e);
+    lmc_l1_finish_read(sm->l1, keys, n, extra_count, errs); /* errs may be NULL there too */
 }
 
 void lmc_sm_unsafe_read(lmc_storage_manager *sm, const lmc_object_key *keys, size_t n,
