@@ -124,6 +124,7 @@
 #define CAL_MIN_NS 1000000ull   /* consumer: recalibrate at least this far apart... */
 #define CAL_MAX_NS 100000000ull /* ...and at most this far apart */
 #define CAL_CHECK_EVERY 1024u   /* consumer: events between recalibration checks */
+#define CAL_BRACKET_NS 5000u    /* a pair's two clock reads at most this far apart */
 
 #define POS_MASK 0xffffffffull
 #define SEQ_MASK 0x7fffffffull
@@ -320,13 +321,14 @@ static inline void wake_consumer(lmc_event_bus *bus, bool urgent)
 
 /*
  * One (ticks, CLOCK_MONOTONIC ns) pair: the TSC read between two clock
- * reads, paired with their midpoint; the tightest bracket of three tries
- * (a try that a preemption splits is then left out).
+ * reads, paired with their midpoint; the tightest bracket of three tries,
+ * or of up to 64 while none is under CAL_BRACKET_NS (a try that a
+ * preemption splits is then left out). Returns the bracket.
  */
-static void tsc_pair(uint64_t *ticks, uint64_t *mono)
+static uint64_t tsc_pair(uint64_t *ticks, uint64_t *mono)
 {
     uint64_t best = UINT64_MAX;
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 64 && (i < 3 || best > CAL_BRACKET_NS); i++) {
         uint64_t m0 = lmc_mono_ns();
         atomic_thread_fence(memory_order_seq_cst); /* the TSC read stays between the two */
         uint64_t t = lmc_tsc_read();
@@ -338,6 +340,7 @@ static void tsc_pair(uint64_t *ticks, uint64_t *mono)
             *mono = m0 + (m1 - m0) / 2;
         }
     }
+    return best;
 }
 
 /*
@@ -353,7 +356,10 @@ static void tsc_pair(uint64_t *ticks, uint64_t *mono)
 static void tsc_recalibrate(lmc_event_bus *bus)
 {
     uint64_t t, m;
-    tsc_pair(&t, &m);
+    if (tsc_pair(&t, &m) > CAL_BRACKET_NS && bus->cal_tsc != 0) {
+        bus->cal_next_ns = m + CAL_MIN_NS; /* a poor pair: keep the mapping, try again soon */
+        return;
+    }
     /* Once the pairs are far enough apart, the rate of the last interval
      * (good to ~1e-7 over 50 ms): it follows NTP's slewing of the clock. */
     uint64_t t0 = bus->cal_tsc0, m0 = bus->cal_mono0;
