@@ -328,6 +328,8 @@ static inline void wake_consumer(lmc_event_bus *bus, bool urgent)
 static uint64_t tsc_pair(uint64_t *ticks, uint64_t *mono)
 {
     uint64_t best = UINT64_MAX;
+    *ticks = 0;
+    *mono = 0;
     for (int i = 0; i < 64 && (i < 3 || best > CAL_BRACKET_NS); i++) {
         uint64_t m0 = lmc_mono_ns();
         atomic_thread_fence(memory_order_seq_cst); /* the TSC read stays between the two */
