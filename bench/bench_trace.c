@@ -8,6 +8,9 @@
  *                           minus the same loop without it [<= 1 ns]
  *   on_caller_1key_ns       reserve_write capture of 1 key, gate on, p50
  *   on_caller_16keys_ns     the same with 16 keys [<= 150 ns]
+ *   clock_gettime_ns        one clock_gettime(CLOCK_MONOTONIC), timed like the calls:
+ *                           the stamp's cost where the bus cannot use the TSC
+ *   tsc_read_ns             one TSC read, the same way: the stamp's cost where it can
  *   drain_records_per_s     16-key records decoded, encoded and written by the
  *                           final drain of a prefilled bus [>= 1 M/s]
  *   drain_write_bytes_avg   file bytes / write batches of that drain [>= 64 KiB]
@@ -129,6 +132,21 @@ static void emit_ours(void *arg)
 
 typedef void (*emit_fn)(void *arg);
 
+/* The two clocks a capture may stamp with, alone (the floor under the figures above). */
+static void emit_clock_gettime(void *arg)
+{
+    (void)arg;
+    uint64_t volatile t = lmc_mono_ns();
+    (void)t;
+}
+
+static void emit_tsc_read(void *arg)
+{
+    (void)arg;
+    uint64_t volatile t = lmc_tsc_read();
+    (void)t;
+}
+
 /* The baseline of time_calls: the same indirect call and clock reads, no work. */
 __attribute__((noinline)) static void emit_nothing(void *arg)
 {
@@ -209,7 +227,8 @@ static const char *scratch_dir(void)
  * costs about a nanosecond per iteration on some x86 cores) and not the
  * other: the difference stays the hook's.
  */
-__attribute__((noinline, aligned(64))) static uint64_t loop_plain(const lmc_object_key *keys, uint64_t n)
+__attribute__((noinline, aligned(64))) static uint64_t loop_plain(const lmc_object_key *keys,
+                                                                  uint64_t n)
 {
     uint64_t t0 = lmc_mono_ns();
     for (uint64_t i = 0; i < n; i++)
@@ -217,7 +236,8 @@ __attribute__((noinline, aligned(64))) static uint64_t loop_plain(const lmc_obje
     return lmc_mono_ns() - t0;
 }
 
-__attribute__((noinline, aligned(64))) static uint64_t loop_hooked(const lmc_object_key *keys, uint64_t n)
+__attribute__((noinline, aligned(64))) static uint64_t loop_hooked(const lmc_object_key *keys,
+                                                                   uint64_t n)
 {
     uint64_t t0 = lmc_mono_ns();
     for (uint64_t i = 0; i < n; i++) {
@@ -941,12 +961,15 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     size_t drain_n = (size_t)(100000 * ctx->scale) + 5000;
     double *v = calloc((size_t)reps, sizeof(double));
     double *v1 = calloc((size_t)reps, sizeof(double));
+    double *vclk = calloc((size_t)reps, sizeof(double));
+    double *vtsc = calloc((size_t)reps, sizeof(double));
     double *ns = malloc(2 * iters * sizeof(double));
     call_args *calls = malloc(CALL_VARIANTS * sizeof(call_args));
     call_args *c1 = malloc(sizeof(call_args));
     drain_result *d = calloc((size_t)reps, sizeof(*d));
     int rc = 1;
-    if (v == NULL || v1 == NULL || ns == NULL || calls == NULL || c1 == NULL || d == NULL)
+    if (v == NULL || v1 == NULL || vclk == NULL || vtsc == NULL || ns == NULL || calls == NULL ||
+        c1 == NULL || d == NULL)
         goto out;
     for (size_t i = 0; i < CALL_VARIANTS; i++)
         make_call(&calls[i], NKEYS, i + 1);
@@ -975,6 +998,8 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
 #endif
             double one = time_calls(emit_ours, c1, iters, ns, t.bus);
             double sixteen = time_calls(emit_ours, &calls[0], iters, ns, t.bus);
+            double clk = time_calls(emit_clock_gettime, NULL, iters, ns, NULL);
+            double tsc = time_calls(emit_tsc_read, NULL, iters, ns, NULL);
 #ifdef LMC_HAVE_LTTNG
             if (lttng && r % 2 == 0)
                 lttng = lttng_trial(&lt, r);
@@ -982,13 +1007,20 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
             if (r >= 0) {
                 v1[r] = one;
                 v[r] = sixteen;
+                vclk[r] = clk;
+                vtsc[r] = tsc;
                 n += 1;
             }
         }
         uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
+        if (!lmc_event_bus_uses_tsc(t.bus))
+            fprintf(stderr, "bench trace: no usable TSC here; captures stamp with "
+                            "clock_gettime\n");
         tracing_end(&t);
         lmc_bench_report_trials(ctx, "on_caller_1key_ns", v1, n, "ns");
         lmc_bench_report_trials(ctx, "on_caller_16keys_ns", v, n, "ns");
+        lmc_bench_report_trials(ctx, "clock_gettime_ns", vclk, n, "ns");
+        lmc_bench_report_trials(ctx, "tsc_read_ns", vtsc, n, "ns");
         if (dropped > 0)
             fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
                     (unsigned long long)dropped);
@@ -1032,6 +1064,8 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
 out:
     free(v);
     free(v1);
+    free(vclk);
+    free(vtsc);
     free(ns);
     free(calls);
     free(c1);

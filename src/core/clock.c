@@ -4,7 +4,13 @@
 #include "core/clock.h"
 
 #include <errno.h>
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 
 static uint64_t ts_to_ns(const struct timespec *ts)
 {
@@ -28,6 +34,29 @@ double lmc_mono_s(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+bool lmc_tsc_usable(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    /* CPUID 0x80000007, EDX bit 8: the invariant TSC (/proc/cpuinfo's
+     * constant_tsc and nonstop_tsc). */
+    unsigned a, b, c, d;
+    if (!__get_cpuid(0x80000000u, &a, &b, &c, &d) || a < 0x80000007u)
+        return false;
+    if (!__get_cpuid(0x80000007u, &a, &b, &c, &d) || !(d & (1u << 8)))
+        return false;
+    /* The kernel trusts it across CPUs only if it keeps time with it. */
+    FILE *f = fopen("/sys/devices/system/clocksource/clocksource0/current_clocksource", "re");
+    if (f == NULL)
+        return false;
+    char name[32] = "";
+    bool tsc = fgets(name, sizeof(name), f) != NULL && strcmp(name, "tsc\n") == 0;
+    fclose(f);
+    return tsc;
+#else
+    return false;
+#endif
 }
 
 double lmc_wall_s(void)

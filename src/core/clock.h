@@ -15,6 +15,7 @@
 #define LMC_CORE_CLOCK_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 /* CLOCK_MONOTONIC in nanoseconds, milliseconds, and seconds. */
@@ -24,6 +25,27 @@ double lmc_mono_s(void);
 
 /* CLOCK_REALTIME as Unix seconds (like Python's time.time()). */
 double lmc_wall_s(void);
+
+/*
+ * The CPU's time-stamp counter, for stamping events on a hot path (a read
+ * costs ~17 ns here against ~28 ns for clock_gettime). Only where
+ * lmc_tsc_usable() says so: an invariant TSC (CPUID: constant rate, runs in
+ * every C-state) that the kernel itself uses as its clocksource (so it has
+ * checked that the CPUs' counters agree). Converting ticks to nanoseconds
+ * needs a calibration against CLOCK_MONOTONIC (the event bus keeps one).
+ * Not ordered against surrounding loads (no fence): a stamp, not a
+ * stopwatch. lmc_tsc_read returns 0 where there is no TSC.
+ */
+bool lmc_tsc_usable(void);
+
+static inline uint64_t lmc_tsc_read(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    return __builtin_ia32_rdtsc();
+#else
+    return 0;
+#endif
+}
 
 /* Sleep for ns nanoseconds (restarts after signals). */
 void lmc_sleep_ns(uint64_t ns);

@@ -120,6 +120,11 @@
 #define SLEEP_NS (100 * 1000 * 1000L)     /* consumer: idle wait publishers end */
 #define FINAL_DRAIN_WAIT_NS 2000000000ull /* stop: wait this long for a commit */
 #define WARN_INTERVAL_NS 1000000000ull
+#define CAL_FIRST_NS 200000ull  /* create: the first TSC calibration spans this */
+#define CAL_MIN_NS 1000000ull   /* consumer: recalibrate at least this far apart... */
+#define CAL_MAX_NS 100000000ull /* ...and at most this far apart */
+#define CAL_CHECK_EVERY 1024u   /* consumer: events between recalibration checks */
+#define CAL_BRACKET_NS 5000u    /* a pair's two clock reads at most this far apart */
 
 #define POS_MASK 0xffffffffull
 #define SEQ_MASK 0x7fffffffull
@@ -141,12 +146,26 @@ static inline uint64_t word_make(uint32_t pos, uint32_t seq)
     return ((uint64_t)(seq & SEQ_MASK) << 32) | pos;
 }
 
-/* The header at the start of an event's first slot. */
+/*
+ * The header at the start of an event's first slot. ts is the event's
+ * stamp: wall-clock seconds (reserve, reserve_mono), or, with one of the
+ * flags in type, a raw clock reading that the consumer converts
+ * (reserve_now): TSC ticks, or CLOCK_MONOTONIC ns where the TSC is not
+ * used. A type >= LMC_EVENT_TYPE_MAX is stored as LMC_EVENT_TYPE_MAX (it
+ * reaches no callback either way), so the flag bits never collide with it.
+ */
 typedef struct ev_hdr {
     uint32_t type;
     uint32_t len;
-    double ts;
+    union {
+        double wall_s;
+        uint64_t raw;
+    } ts;
 } ev_hdr;
+
+#define STAMP_TICKS (1u << 31)
+#define STAMP_MONO (1u << 30)
+#define TYPE_BITS (STAMP_MONO - 1)
 
 _Static_assert(sizeof(ev_hdr) == HDR_BYTES, "event header is 16 bytes");
 
@@ -181,6 +200,8 @@ struct lmc_event_bus {
     double base_wall_s;
     /* membarrier is registered: publishers commit without a fence (see the top). */
     bool asym_fence;
+    /* reserve_now stamps with the TSC (see lmc_tsc_usable), not CLOCK_MONOTONIC. */
+    bool use_tsc;
 
     /* Publishers: the claim word (the one contended atomic). */
     alignas(64) _Atomic uint64_t head;
@@ -206,6 +227,14 @@ struct lmc_event_bus {
     uint32_t release_slots;      /* ...or this many slots */
     unsigned char *scratch;
     size_t scratch_cap;
+    /* The TSC calibration, consumer-owned like the fields above (see
+     * tsc_recalibrate): the (ticks, CLOCK_MONOTONIC ns) pair of create, the
+     * latest pair, the rate between them, and when to take the next. */
+    uint64_t cal_tsc0, cal_mono0;
+    uint64_t cal_tsc, cal_mono;
+    double cal_ns_per_tick;
+    uint64_t cal_next_ns;
+    uint32_t cal_countdown;
 
     /* Lifecycle. */
     pthread_mutex_t life_mu;
@@ -284,6 +313,85 @@ static inline void wake_consumer(lmc_event_bus *bus, bool urgent)
     uint32_t s = atomic_load(&bus->sleeping);
     if ((s == ASLEEP || (s == DOZING && urgent)) && atomic_exchange(&bus->sleeping, AWAKE) != AWAKE)
         futex_wake_one(&bus->sleeping);
+}
+
+/* ---------------------------------------------------------------------- */
+/* The TSC calibration                                                    */
+/* ---------------------------------------------------------------------- */
+
+/*
+ * One (ticks, CLOCK_MONOTONIC ns) pair: the TSC read between two clock
+ * reads, paired with their midpoint; the tightest bracket of three tries,
+ * or of up to 64 while none is under CAL_BRACKET_NS (a try that a
+ * preemption splits is then left out). Returns the bracket.
+ */
+static uint64_t tsc_pair(uint64_t *ticks, uint64_t *mono)
+{
+    uint64_t best = UINT64_MAX;
+    *ticks = 0;
+    *mono = 0;
+    for (int i = 0; i < 64 && (i < 3 || best > CAL_BRACKET_NS); i++) {
+        uint64_t m0 = lmc_mono_ns();
+        atomic_thread_fence(memory_order_seq_cst); /* the TSC read stays between the two */
+        uint64_t t = lmc_tsc_read();
+        atomic_thread_fence(memory_order_seq_cst);
+        uint64_t m1 = lmc_mono_ns();
+        if (m1 - m0 < best) {
+            best = m1 - m0;
+            *ticks = t;
+            *mono = m0 + (m1 - m0) / 2;
+        }
+    }
+    return best;
+}
+
+/*
+ * Consumer: a new pair, and the rate over everything since create, or
+ * over the last interval once that is 50 ms or more (the longer the span,
+ * the smaller the error of the rate: a pair is good to about half its
+ * ~30 ns bracket). Conversions then run from the new pair,
+ * so a converted stamp is off by that bracket plus the rate's error times
+ * its distance from the pair, a few ns to tens of ns. Pairs are taken
+ * CAL_MIN_NS..CAL_MAX_NS apart, at a quarter of the span so far: where
+ * the rate is still rough (just after create), the pairs come often.
+ */
+static void tsc_recalibrate(lmc_event_bus *bus)
+{
+    uint64_t t, m;
+    if (tsc_pair(&t, &m) > CAL_BRACKET_NS && bus->cal_tsc != 0) {
+        bus->cal_next_ns = m + CAL_MIN_NS; /* a poor pair: keep the mapping, try again soon */
+        return;
+    }
+    /* Once the pairs are far enough apart, the rate of the last interval
+     * (good to ~1e-7 over 50 ms): it follows NTP's slewing of the clock. */
+    uint64_t t0 = bus->cal_tsc0, m0 = bus->cal_mono0;
+    if (bus->cal_tsc != 0 && m - bus->cal_mono >= CAL_MAX_NS / 2) {
+        t0 = bus->cal_tsc;
+        m0 = bus->cal_mono;
+    }
+    if (t > t0 && m > m0) {
+        bus->cal_ns_per_tick = (double)(m - m0) / (double)(t - t0);
+        bus->cal_tsc = t;
+        bus->cal_mono = m;
+    }
+    uint64_t gap = (m - bus->cal_mono0) / 4;
+    gap = gap < CAL_MIN_NS ? CAL_MIN_NS : gap > CAL_MAX_NS ? CAL_MAX_NS : gap;
+    bus->cal_next_ns = m + gap;
+}
+
+/* Consumer: recalibrate if it is time (one clock read). */
+static void tsc_maybe_recalibrate(lmc_event_bus *bus)
+{
+    bus->cal_countdown = CAL_CHECK_EVERY;
+    if (bus->use_tsc && lmc_mono_ns() >= bus->cal_next_ns)
+        tsc_recalibrate(bus);
+}
+
+/* Consumer: CLOCK_MONOTONIC ns of a TSC stamp (signed: a stamp may precede the pair). */
+static uint64_t tsc_to_mono(const lmc_event_bus *bus, uint64_t ticks)
+{
+    double d = (double)(int64_t)(ticks - bus->cal_tsc) * bus->cal_ns_per_tick;
+    return bus->cal_mono + (uint64_t)(int64_t)(d < 0 ? d - 0.5 : d + 0.5);
 }
 
 /* ---------------------------------------------------------------------- */
@@ -400,6 +508,18 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
     bus->base_wall_s = lmc_wall_s();
     uint64_t m1 = lmc_mono_ns();
     bus->base_mono_ns = m0 + (m1 - m0) / 2;
+    /* The TSC's first rate, over CAL_FIRST_NS of spinning (a rate to
+     * ~1e-4; the consumer refines it from then on, see tsc_recalibrate). */
+    bus->use_tsc = cfg->enabled && !cfg->no_tsc && lmc_tsc_usable();
+    if (bus->use_tsc) {
+        tsc_pair(&bus->cal_tsc0, &bus->cal_mono0);
+        while (lmc_mono_ns() < bus->cal_mono0 + CAL_FIRST_NS)
+            cpu_relax();
+        tsc_recalibrate(bus);
+        if (bus->cal_ns_per_tick <= 0)
+            bus->use_tsc = false; /* the counter did not move: not a clock */
+    }
+    bus->cal_countdown = CAL_CHECK_EVERY;
     atomic_init(&bus->head, 0);
     atomic_init(&bus->tail, 0);
     atomic_init(&bus->sleeping, 0);
@@ -527,9 +647,10 @@ out:
 /* Publishing                                                             */
 /* ---------------------------------------------------------------------- */
 
-/* reserve and reserve_mono: claim the slots, then stamp the header with ts. */
-static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, double ts,
-                              lmc_event_reservation *r)
+/* reserve, reserve_mono and reserve_now: claim the slots, then write the
+ * header with the stamp ts (its kind in the type's flag bits). */
+static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, uint64_t ts,
+                              uint32_t stamp_kind, lmc_event_reservation *r)
 {
     r->bus = NULL;
     r->pos = 0;
@@ -598,7 +719,9 @@ static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, dou
     }
 
     r->seq = word_seq(h);
-    ev_hdr hdr = {.type = type, .len = (uint32_t)len, .ts = ts};
+    ev_hdr hdr = {.type = (type < LMC_EVENT_TYPE_MAX ? type : LMC_EVENT_TYPE_MAX) | stamp_kind,
+                  .len = (uint32_t)len,
+                  .ts.raw = ts};
     memcpy(slot_ptr(bus, pos), &hdr, sizeof(hdr));
     r->bus = bus;
     r->pos = pos;
@@ -606,11 +729,18 @@ static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, dou
     return true;
 }
 
+static inline uint64_t wall_bits(double wall_s)
+{
+    uint64_t u;
+    memcpy(&u, &wall_s, sizeof(u));
+    return u;
+}
+
 bool lmc_event_bus_reserve(lmc_event_bus *bus, uint32_t type, size_t len, lmc_event_reservation *r)
 {
     /* The wall clock is read before the claim, so a disabled bus or a drop
      * costs it too; it keeps the claim-to-commit window short. */
-    return reserve_at(bus, type, len, bus->enabled ? lmc_wall_s() : 0.0, r);
+    return reserve_at(bus, type, len, wall_bits(bus->enabled ? lmc_wall_s() : 0.0), 0, r);
 }
 
 double lmc_event_bus_wall_from_mono(const lmc_event_bus *bus, uint64_t mono_ns)
@@ -622,7 +752,21 @@ double lmc_event_bus_wall_from_mono(const lmc_event_bus *bus, uint64_t mono_ns)
 bool lmc_event_bus_reserve_mono(lmc_event_bus *bus, uint32_t type, size_t len, uint64_t mono_ns,
                                 lmc_event_reservation *r)
 {
-    return reserve_at(bus, type, len, lmc_event_bus_wall_from_mono(bus, mono_ns), r);
+    return reserve_at(bus, type, len, wall_bits(lmc_event_bus_wall_from_mono(bus, mono_ns)), 0, r);
+}
+
+bool lmc_event_bus_reserve_now(lmc_event_bus *bus, uint32_t type, size_t len,
+                               lmc_event_reservation *r)
+{
+    /* Before the claim, like reserve; the consumer converts the reading. */
+    if (bus->use_tsc)
+        return reserve_at(bus, type, len, lmc_tsc_read(), STAMP_TICKS, r);
+    return reserve_at(bus, type, len, bus->enabled ? lmc_mono_ns() : 0, STAMP_MONO, r);
+}
+
+bool lmc_event_bus_uses_tsc(const lmc_event_bus *bus)
+{
+    return bus->use_tsc;
 }
 
 /* Copy n bytes to payload offset `off` of the event at pos, wrapping at the ring end. */
@@ -759,10 +903,19 @@ static void consume_one(lmc_event_bus *bus, uint64_t w)
             payload = bus->scratch;
         }
     }
-    if (ok && hdr.type < LMC_EVENT_TYPE_MAX) {
-        const type_subs *t = &bus->subs[hdr.type];
+    uint32_t type = hdr.type & TYPE_BITS;
+    if (ok && type < LMC_EVENT_TYPE_MAX) {
+        const type_subs *t = &bus->subs[type];
         uint32_t n = atomic_load_explicit(&t->n, memory_order_acquire);
-        lmc_event ev = {.type = hdr.type, .timestamp = hdr.ts, .payload = payload, .len = hdr.len};
+        lmc_event ev = {.type = type, .payload = payload, .len = hdr.len};
+        if (hdr.type & (STAMP_TICKS | STAMP_MONO)) {
+            ev.mono_ns = hdr.type & STAMP_TICKS ? tsc_to_mono(bus, hdr.ts.raw) : hdr.ts.raw;
+            ev.timestamp = lmc_event_bus_wall_from_mono(bus, ev.mono_ns);
+        } else {
+            ev.timestamp = hdr.ts.wall_s;
+            double d = (ev.timestamp - bus->base_wall_s) * 1e9;
+            ev.mono_ns = bus->base_mono_ns + (uint64_t)(int64_t)d;
+        }
         for (uint32_t i = 0; i < n; i++)
             t->cb[i](&ev, t->ud[i]);
     }
@@ -790,7 +943,10 @@ static size_t drain_ready(lmc_event_bus *bus)
 {
     size_t n = 0;
     uint64_t w;
+    tsc_maybe_recalibrate(bus);
     while ((w = commit_at_tail(bus)) != 0) {
+        if (--bus->cal_countdown == 0)
+            tsc_maybe_recalibrate(bus);
         consume_one(bus, w);
         n++;
     }
@@ -810,9 +966,12 @@ static void drain_final(lmc_event_bus *bus)
     uint64_t h = atomic_load_explicit(&bus->head, memory_order_relaxed); /* closed: fixed */
     uint64_t deadline = lmc_mono_ns() + FINAL_DRAIN_WAIT_NS;
     unsigned spins = 0;
+    tsc_maybe_recalibrate(bus);
     while (bus->c_seq != word_seq(h)) {
         uint64_t w = commit_at_tail(bus);
         if (w != 0) {
+            if (--bus->cal_countdown == 0)
+                tsc_maybe_recalibrate(bus);
             consume_one(bus, w);
             spins = 0;
             continue;

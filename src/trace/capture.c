@@ -17,7 +17,6 @@
 
 #include <string.h>
 
-#include "core/clock.h"
 #include "obs/event_bus.h"
 
 atomic_bool lmc_trace_gate = false;
@@ -37,7 +36,6 @@ void lmc_trace_capture_set_bus(lmc_event_bus *bus)
 typedef struct wire_hdr {
     uint32_t op;
     uint32_t n_keys;
-    uint64_t t_mono_ns;
     int32_t mode;
     uint32_t extra_count;
     int32_t policy;
@@ -62,7 +60,12 @@ static inline size_t put_head(uint8_t *dst, const wire_hdr *h, const lmc_layout_
     memcpy(dst, h, sizeof(*h));
     size_t at = sizeof(*h);
     if (lc > 0) {
-        memcpy(dst + at, layout->shapes, lc * sizeof(lmc_shape));
+        /* One tensor is the usual case: a fixed-size copy the compiler
+         * inlines, where a variable one is a call into libc. */
+        if (lc == 1)
+            memcpy(dst + at, layout->shapes, sizeof(lmc_shape));
+        else
+            memcpy(dst + at, layout->shapes, lc * sizeof(lmc_shape));
         at += lc * sizeof(lmc_shape);
         for (uint32_t i = 0; i < lc; i++) {
             int32_t dt = (int32_t)layout->dtypes[i];
@@ -75,13 +78,6 @@ static inline size_t put_head(uint8_t *dst, const wire_hdr *h, const lmc_layout_
 
 void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
 {
-    /*
-     * Sampled here, on the caller thread, so t_mono is the call's time. It
-     * is the only clock read: the bus derives the event's wall-clock stamp
-     * from it (lmc_event_bus_reserve_mono), where LMCache reads time.time()
-     * at publish. The two agree up to wall-clock adjustments during the run.
-     */
-    uint64_t t = lmc_mono_ns();
     lmc_event_bus *bus = atomic_load_explicit(&g_bus, memory_order_acquire);
     if (bus == NULL)
         return;
@@ -97,7 +93,6 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
     size_t len = pad8(head) + n * sizeof(lmc_object_key);
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
-                  .t_mono_ns = t,
                   .mode = a->mode,
                   .extra_count = a->extra_count,
                   .policy = a->policy,
@@ -105,18 +100,30 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
                   .ext_len = (uint32_t)ext_len};
     static const uint8_t zeros[8] = {0};
 
+    /*
+     * The bus stamps the event on this thread, before the claim, with its
+     * cheapest clock (the TSC where it can): the call's time. It is the
+     * only clock read; the drain side turns it into the CLOCK_MONOTONIC
+     * and wall-clock times the record carries (ev->mono_ns, ev->timestamp),
+     * where LMCache reads time.time() and time.monotonic() at publish. The
+     * two agree up to wall-clock adjustments during the run.
+     */
     lmc_event_reservation r;
-    if (!lmc_event_bus_reserve_mono(bus, LMC_EVENT_TRACE_CALL, len, t, &r))
+    if (!lmc_event_bus_reserve_now(bus, LMC_EVENT_TRACE_CALL, len, &r))
         return; /* full: counted by the bus */
     uint8_t *dst = lmc_event_bus_span(&r);
     if (dst != NULL) {
         /* The usual case: the event does not wrap, so every piece is copied
-         * once, straight into its slots. */
+         * once, straight into its slots. The padding's word is zeroed
+         * first (the pieces before it overwrite what it covers of them: the
+         * head is >= 32 bytes), a store where a memset is a call. */
+        memcpy(dst + pad8(head) - 8, zeros, 8);
         size_t at = put_head(dst, &h, layout, lc);
         if (ext_len > 0) /* (memcpy from NULL is undefined even for 0 bytes) */
             memcpy(dst + at, ext, ext_len);
-        memset(dst + at + ext_len, 0, pad);
-        if (n > 0)
+        if (n == 1) /* fixed size: inlined (see put_head) */
+            memcpy(dst + pad8(head), a->keys, sizeof(lmc_object_key));
+        else if (n > 0)
             memcpy(dst + pad8(head), a->keys, n * sizeof(lmc_object_key));
         r.written = len;
     } else {
@@ -153,7 +160,6 @@ bool lmc_trace_call_decode(const void *payload, size_t len, lmc_trace_call *out)
 
     memset(out, 0, sizeof(*out));
     out->op = (lmc_trace_op)h.op;
-    out->t_mono_ns = h.t_mono_ns;
     out->keys = (const lmc_object_key *)(const void *)keys;
     out->n_keys = h.n_keys;
     out->mode = h.mode;

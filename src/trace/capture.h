@@ -7,7 +7,7 @@
  * captured calls go to. Each traced StorageManager function starts with
  * LMC_TRACE(<op>, <args>) (the ops are the rows of trace/ops.def): when the
  * gate is off that is one predictable branch; when it is on, the caller
- * samples the monotonic clock, copies its raw arguments (keys, layout,
+ * stamps the event (the bus's cheapest clock), copies its raw arguments (keys, layout,
  * scalars) into a reservation in the bus's ring, commits it and returns.
  * Encoding happens later on the bus's drain thread (recorder.c), so capture
  * never blocks and never fails the call: a full ring drops the event and
@@ -48,8 +48,7 @@ void lmc_trace_capture_set_bus(struct lmc_event_bus *bus);
  * the event payload; valid during the callback only).
  */
 typedef struct lmc_trace_call {
-    lmc_trace_op op;
-    uint64_t t_mono_ns; /* CLOCK_MONOTONIC at publish, on the caller thread */
+    lmc_trace_op op; /* (its time is the event's: ev->mono_ns, ev->timestamp) */
     const lmc_object_key *keys;
     size_t n_keys;
     bool has_layout;

@@ -366,7 +366,7 @@ static void on_trace_call(const lmc_event *ev, void *ud)
     size_t nargs = call_args(&c, items, args);
     pthread_mutex_lock(&r->mu);
     append_record_locked(r, lmc_trace_op_qualname(c.op), args, nargs, ev->timestamp,
-                         (double)c.t_mono_ns / 1e9);
+                         (double)ev->mono_ns / 1e9);
     pthread_mutex_unlock(&r->mu);
     if (items != stack_items)
         free(items);

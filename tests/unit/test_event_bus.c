@@ -46,6 +46,7 @@ typedef struct record {
     int tag; /* which callback saw it */
     uint32_t type;
     double timestamp;
+    uint64_t mono_ns;
     size_t len;
     unsigned char *bytes;
     uintptr_t addr; /* where the payload was */
@@ -93,6 +94,7 @@ static void record_cb(const lmc_event *ev, void *ud)
         x->tag = t->tag;
         x->type = ev->type;
         x->timestamp = ev->timestamp;
+        x->mono_ns = ev->mono_ns;
         x->len = ev->len;
         x->addr = (uintptr_t)ev->payload;
         x->bytes = malloc(ev->len ? ev->len : 1);
@@ -495,6 +497,63 @@ static void test_reserve_mono_derives_the_timestamp_from_the_monotonic_sample(vo
     assert_true(fabs(lmc_event_bus_wall_from_mono(bus, now) - rec->recs[0].timestamp) < 1e-9);
     lmc_event_bus_destroy(bus);
     recorder_free(rec);
+}
+
+/*
+ * reserve_now on a bus with and without the TSC: each stamp, as delivered,
+ * lies between CLOCK_MONOTONIC reads taken before and after the reserve
+ * (up to the TSC calibration's error, microseconds at the very worst),
+ * the wall-clock timestamp is derived from it as reserve_mono derives it,
+ * and the stamps of one thread keep their order, over ~0.3 s in which the
+ * drain thread recalibrates several times.
+ */
+static void check_reserve_now_stamps(bool no_tsc)
+{
+    enum { N = 60 };
+    recorder *rec = recorder_new();
+    tap t = {rec, 1};
+    lmc_event_bus_config cfg = {.enabled = true, .ring_bytes = SMALL_RING, .no_tsc = no_tsc};
+    lmc_event_bus *bus = NULL;
+    lmc_error err;
+    assert_int_equal(lmc_event_bus_create(&cfg, &bus, &err), LMC_OK);
+    if (no_tsc)
+        assert_false(lmc_event_bus_uses_tsc(bus));
+    assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
+    assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
+    uint64_t before[N], after[N];
+    for (int i = 0; i < N; i++) {
+        lmc_event_reservation r;
+        before[i] = lmc_mono_ns();
+        assert_true(lmc_event_bus_reserve_now(bus, TYPE_A, sizeof(i), &r));
+        after[i] = lmc_mono_ns();
+        lmc_event_bus_write(&r, &i, sizeof(i));
+        lmc_event_bus_commit(&r);
+        lmc_sleep_ns(5000000);
+    }
+    assert_int_equal(recorder_wait(rec, N), N);
+    uint64_t slack = lmc_event_bus_uses_tsc(bus) ? 20000 : 0;
+    for (int i = 0; i < N; i++) {
+        const record *x = &rec->recs[i];
+        assert_true(x->mono_ns + slack >= before[i]);
+        assert_true(x->mono_ns <= after[i] + slack);
+        assert_true(fabs(x->timestamp - lmc_event_bus_wall_from_mono(bus, x->mono_ns)) < 1e-9);
+        if (i > 0)
+            assert_true(x->mono_ns > rec->recs[i - 1].mono_ns);
+    }
+    lmc_event_bus_destroy(bus);
+    recorder_free(rec);
+}
+
+static void test_reserve_now_stamps_with_the_tsc_where_usable(void **state)
+{
+    (void)state;
+    check_reserve_now_stamps(false);
+}
+
+static void test_reserve_now_stamps_with_the_monotonic_clock_without_the_tsc(void **state)
+{
+    (void)state;
+    check_reserve_now_stamps(true);
 }
 
 static void test_empty_payload_is_delivered(void **state)
@@ -1239,6 +1298,8 @@ int main(void)
         cmocka_unit_test(test_dispatch_is_in_publication_order_and_by_type),
         cmocka_unit_test(test_timestamp_lies_between_wall_clock_before_and_after),
         cmocka_unit_test(test_reserve_mono_derives_the_timestamp_from_the_monotonic_sample),
+        cmocka_unit_test(test_reserve_now_stamps_with_the_tsc_where_usable),
+        cmocka_unit_test(test_reserve_now_stamps_with_the_monotonic_clock_without_the_tsc),
         cmocka_unit_test(test_empty_payload_is_delivered),
         cmocka_unit_test(test_payload_preserved_byte_for_byte),
         cmocka_unit_test(test_payload_that_wraps_around_the_ring_end_is_preserved),
