@@ -287,3 +287,30 @@ lmc_status lmc_mp_error_set(lmc_error *err, const char *what, const lmc_mp_reade
     }
     return LMC_OK;
 }
+
+size_t lmc_mp_take_uint32s(lmc_mp_reader *r, uint32_t *out, size_t n)
+{
+    const uint8_t *p = r->p, *end = r->end;
+    size_t k = 0;
+    for (; k < n && p < end; k++) {
+        uint8_t b = *p;
+        size_t left = (size_t)(end - p);
+        if (b <= 0x7f) {
+            out[k] = b;
+            p += 1;
+        } else if (b == 0xcd && left >= 3) {
+            out[k] = lmc_get_be16(p + 1);
+            p += 3;
+        } else if (b == 0xce && left >= 5) {
+            out[k] = lmc_get_be32(p + 1);
+            p += 5;
+        } else if (b == 0xcc && left >= 2) {
+            out[k] = p[1];
+            p += 2;
+        } else {
+            break;
+        }
+    }
+    r->p = p;
+    return k;
+}

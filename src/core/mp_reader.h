@@ -253,6 +253,15 @@ static inline __attribute__((always_inline)) bool lmc_mp_take_uint(lmc_mp_reader
     return false;
 }
 
+/*
+ * Up to n consecutive uints of at most 32 bits (positive fixint, uint 8,
+ * 16, 32) into out[0..): the count taken, stopping before the first item
+ * that is not one (or is truncated), so the caller reads that one with
+ * the general reader and reports it. A token list's fast path: the cursor
+ * stays in a register for the whole run.
+ */
+size_t lmc_mp_take_uint32s(lmc_mp_reader *r, uint32_t *out, size_t n);
+
 /* "nil", "bool", "int", "float", "str", "bin", "array", "map", "ext". */
 const char *lmc_mp_type_name(lmc_mp_type t);
 

@@ -3,6 +3,8 @@
  */
 #include "core/msgpack_util.h"
 
+#include "core/byteorder.h"
+
 bool lmc_msgpack_item_of(const msgpack_object *o, lmc_mp_item *out)
 {
     *out = (lmc_mp_item){.type = LMC_MP_NIL};
@@ -71,4 +73,40 @@ bool lmc_msgpack_get_double(const msgpack_object *o, double *out)
 {
     lmc_mp_item it;
     return lmc_msgpack_item_of(o, &it) && lmc_mp_get_double(&it, out);
+}
+
+/* Items per batch: at most 5 bytes each. */
+#define U32_BATCH 256
+
+int lmc_msgpack_pack_uint32_array(msgpack_packer *pk, const uint32_t *v, size_t n)
+{
+    if (n > UINT32_MAX || msgpack_pack_array(pk, n) != 0)
+        return -1;
+    uint8_t buf[U32_BATCH * 5];
+    for (size_t done = 0; done < n;) {
+        size_t k = n - done < U32_BATCH ? n - done : U32_BATCH;
+        uint8_t *o = buf;
+        for (size_t i = 0; i < k; i++) {
+            uint32_t x = v[done + i];
+            if (x < 0x80) {
+                *o++ = (uint8_t)x;
+            } else if (x < 0x100) {
+                *o++ = 0xcc;
+                *o++ = (uint8_t)x;
+            } else if (x < 0x10000) {
+                *o++ = 0xcd;
+                lmc_put_be16(o, (uint16_t)x);
+                o += 2;
+            } else {
+                *o++ = 0xce;
+                lmc_put_be32(o, x);
+                o += 4;
+            }
+        }
+        int r = pk->callback(pk->data, (const char *)buf, (size_t)(o - buf));
+        if (r != 0)
+            return r;
+        done += k;
+    }
+    return 0;
 }

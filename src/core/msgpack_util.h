@@ -41,6 +41,15 @@ static inline int lmc_msgpack_pack_cstr(msgpack_packer *pk, const char *s)
     return lmc_msgpack_pack_str(pk, s, s != NULL ? strlen(s) : 0);
 }
 
+/*
+ * An array of n uint32s, the same bytes as msgpack_pack_array and one
+ * msgpack_pack_uint32 per item (the shortest form of each), but written to
+ * the packer's callback in batches: msgpack-c calls it once per item, and
+ * for a lookup's thousands of token ids those calls were the client's
+ * largest cost. msgpack-c's return code (-1 when n is over UINT32_MAX).
+ */
+int lmc_msgpack_pack_uint32_array(msgpack_packer *pk, const uint32_t *v, size_t n);
+
 /* lmc_mp_get_int64 / lmc_mp_get_double of the object. */
 bool lmc_msgpack_get_int64(const msgpack_object *o, int64_t *out);
 bool lmc_msgpack_get_double(const msgpack_object *o, double *out);

@@ -398,12 +398,17 @@ static lmc_status rd_token_ids(dec *d, cur *c, lmc_ipc_key *key)
     if (t == NULL)
         return reject(d, LMC_ERR_NOMEM, "%s: out of memory (%" PRIu32 " tokens)", field, count);
     key->token_ids = t;
-    for (uint32_t k = 0; k < count; k++) {
+    /* The run of plain uints at once; an item it stops at is read (and
+     * reported, unless it is a uint in another encoding) one by one. */
+    for (uint32_t k = 0; k < count;) {
+        k += (uint32_t)lmc_mp_take_uint32s(c, t + k, count - k);
+        if (k == count)
+            break;
         uint64_t u;
         if ((st = rd_uint_item(d, c, field, "a list of unsigned 32-bit ints", k, UINT32_MAX, &u)) !=
             LMC_OK)
             return st;
-        t[k] = (uint32_t)u;
+        t[k++] = (uint32_t)u;
     }
     key->n_tokens = count;
     return LMC_OK;
@@ -520,9 +525,7 @@ static lmc_status rd_token_list(dec *d, cur *c, const char *field, void *dst)
 static void put_token_ids(msgpack_packer *pk, const void *src)
 {
     const lmc_ipc_key *key = src;
-    msgpack_pack_array(pk, key->n_tokens);
-    for (size_t k = 0; k < key->n_tokens; k++)
-        msgpack_pack_uint32(pk, key->token_ids[k]);
+    lmc_msgpack_pack_uint32_array(pk, key->token_ids, key->n_tokens);
 }
 
 static const field_codec TOKEN_IDS = {rd_token_list, put_token_ids};

@@ -784,17 +784,6 @@ static lmc_status dec_trim(const msgpack_object *p, lmc_arena *a, lmc_tv *out, l
  * l1_prefix_hit_count (derived), l1_found_indices, total_requested_keys,
  * submit_time, l2_orig_indices}.
  */
-static int pack_u32_list(msgpack_packer *pk, const uint32_t *p, size_t n)
-{
-    if (n > UINT32_MAX || msgpack_pack_array(pk, n) != 0)
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        if (msgpack_pack_uint32(pk, p[i]) != 0)
-            return -1;
-    }
-    return 0;
-}
-
 static lmc_status enc_handle(msgpack_packer *pk, const lmc_tv *v, lmc_error *err)
 {
     const lmc_prefetch_handle *h = v->u.handle;
@@ -809,13 +798,13 @@ static lmc_status enc_handle(msgpack_packer *pk, const lmc_tv *v, lmc_error *err
     PK(lmc_msgpack_pack_cstr(pk, "l1_prefix_hit_count"));
     PK(msgpack_pack_uint64(pk, h->l1_found_count));
     PK(lmc_msgpack_pack_cstr(pk, "l1_found_indices"));
-    PK(pack_u32_list(pk, h->l1_found_indices, h->l1_found_count));
+    PK(lmc_msgpack_pack_uint32_array(pk, h->l1_found_indices, h->l1_found_count));
     PK(lmc_msgpack_pack_cstr(pk, "total_requested_keys"));
     PK(msgpack_pack_uint64(pk, h->total_requested_keys));
     PK(lmc_msgpack_pack_cstr(pk, "submit_time"));
     PK(msgpack_pack_double(pk, h->submit_time));
     PK(lmc_msgpack_pack_cstr(pk, "l2_orig_indices"));
-    PK(pack_u32_list(pk, h->l2_orig_indices, h->l2_orig_count));
+    PK(lmc_msgpack_pack_uint32_array(pk, h->l2_orig_indices, h->l2_orig_count));
     return LMC_OK;
 }
 

@@ -593,6 +593,64 @@ static void test_byte_order_helpers_round_trip(void **state)
     assert_true(lmc_get_be64(b) == 0x0123456789abcdefull);
 }
 
+/* Every width's boundaries, an empty list and lists longer than one batch: msgpack-c's bytes. */
+static void test_uint32_arrays_pack_as_msgpack_c_packs_them(void **state)
+{
+    (void)state;
+    static const uint32_t edges[] = {0,     1,     0x7f,    0x80,    0xff,       0x100,
+                                     0xffff, 0x10000, 0xffffff, 0x1000000, UINT32_MAX};
+    uint32_t v[1000];
+    for (size_t n = 0; n < sizeof(v) / sizeof(v[0]); n++)
+        v[n] = n < 11 ? edges[n] : (uint32_t)(n * 2654435761u) >> (n % 32);
+    size_t lens[] = {0, 1, 11, 255, 256, 257, 1000};
+    for (size_t t = 0; t < sizeof(lens) / sizeof(lens[0]); t++) {
+        msgpack_sbuffer want, got;
+        msgpack_sbuffer_init(&want);
+        msgpack_sbuffer_init(&got);
+        msgpack_packer pw, pg;
+        msgpack_packer_init(&pw, &want, msgpack_sbuffer_write);
+        msgpack_packer_init(&pg, &got, msgpack_sbuffer_write);
+        msgpack_pack_array(&pw, lens[t]);
+        for (size_t i = 0; i < lens[t]; i++)
+            msgpack_pack_uint32(&pw, v[i]);
+        assert_int_equal(lmc_msgpack_pack_uint32_array(&pg, v, lens[t]), 0);
+        assert_int_equal(got.size, want.size);
+        assert_memory_equal(got.data, want.data, want.size);
+        msgpack_sbuffer_destroy(&want);
+        msgpack_sbuffer_destroy(&got);
+    }
+}
+
+/* The run reader takes the four short uint encodings and stops, unmoved, at anything else. */
+static void test_uint32_runs_stop_before_other_items_and_truncation(void **state)
+{
+    (void)state;
+    static const uint8_t b[] = {0x05, 0xcc, 0xc8, 0xcd, 0x12, 0x34, 0xce, 0x89, 0xab, 0xcd, 0xef,
+                                0xcf, 0, 0, 0, 0, 0, 0, 0, 7, /* uint 64: not taken */
+                                0x7f, 0xcd, 0x01};           /* then a truncated uint 16 */
+    lmc_mp_reader r;
+    lmc_mp_reader_init(&r, b, sizeof(b));
+    uint32_t out[8] = {0};
+    assert_int_equal(lmc_mp_take_uint32s(&r, out, 8), 4);
+    assert_int_equal(out[0], 5);
+    assert_int_equal(out[1], 200);
+    assert_int_equal(out[2], 0x1234);
+    assert_int_equal(out[3], 0x89abcdefu);
+    assert_int_equal(r.p - b, 11);
+    uint64_t u = 0;
+    assert_true(lmc_mp_take_uint(&r, &u)); /* the caller's general path */
+    assert_int_equal(u, 7);
+    assert_int_equal(lmc_mp_take_uint32s(&r, out, 8), 1);
+    assert_int_equal(out[0], 0x7f);
+    assert_int_equal(r.p - b, 21);
+    assert_int_equal(lmc_mp_take_uint32s(&r, out, 8), 0); /* the truncated uint 16 */
+    assert_int_equal(r.p - b, 21);
+    /* n bounds the run. */
+    lmc_mp_reader_init(&r, b, sizeof(b));
+    assert_int_equal(lmc_mp_take_uint32s(&r, out, 2), 2);
+    assert_int_equal(r.p - b, 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -616,6 +674,8 @@ int main(void)
         cmocka_unit_test(test_empty_and_null_buffers_are_truncated),
         cmocka_unit_test(test_msgpack_objects_follow_the_reader_rules),
         cmocka_unit_test(test_byte_order_helpers_round_trip),
+        cmocka_unit_test(test_uint32_arrays_pack_as_msgpack_c_packs_them),
+        cmocka_unit_test(test_uint32_runs_stop_before_other_items_and_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
