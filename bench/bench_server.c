@@ -19,9 +19,20 @@
  *   ops_per_s_2clients          full request cycles per second from 2 client
  *                               threads against 2 workers, tracing off
  *   ops_per_s_2clients_traced   the same with --trace-level storage
+ *   zmq_tcp_rtt_p50_us          a bare libzmq DEALER -> ROUTER round trip of a
+ *                               lookup request's size (16-byte reply), each end
+ *                               in its own context: the transport's floor
+ *   zmq_ipc_rtt_p50_us          the same over ipc:// (a Unix socket)
+ *   lookup_to_zmq_tcp_ratio     lookup_rtt_p50_us / zmq_tcp_rtt_p50_us, per trial
  *   tracing_on_off_ratio        traced / untraced cycles per second, both
  *                               measured interleaved in the same repeat
- *                               [>= 0.95]
+ *                               [>= 0.97]
+ *   cpu_us_per_cycle,           the process's CPU time (user + system, all
+ *   cpu_us_per_cycle_traced     threads: clients, server, ZMQ, tracing) per
+ *                               cycle in the same slices
+ *   tracing_cpu_ratio           untraced / traced CPU per cycle: what tracing
+ *                               costs in CPU, which the throughput ratio
+ *                               shows only through the scheduler's noise
  * One cycle = lookup + polling query_prefetch_status, retrieve of the hit
  * chunks (6 of 8, a prefix both clients share), store of the 2 missing
  * chunks (new tokens every cycle), end_session; 256 tokens x 128 B chunks.
@@ -33,17 +44,22 @@
  * 127.0.0.1 port; trace files go to /dev/shm (or /tmp) and are removed.
  * Every client call has a 10 s timeout, so no wait is unbounded.
  */
+#include <errno.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <unistd.h>
+#include <zmq.h>
 
 #include "bench.h"
 #include "client/workload.h"
 #include "core/clock.h"
+#include "core/msgpack_util.h"
 #include "core/net.h"
 #include "core/samples.h"
 #include "lmcache/client.h"
@@ -244,6 +260,132 @@ static bool ping_rtt(lmc_client *c, size_t iters, double *p50)
 }
 
 /* ---------------------------------------------------------------------- */
+/* The transport's floor: bare libzmq                                      */
+/* ---------------------------------------------------------------------- */
+
+#define ECHO_REPLY_BYTES 16
+
+/* The echo end: a ROUTER answering each request with 16 bytes until an
+ * empty one arrives (or the context ends). */
+static void *echo_main(void *arg)
+{
+    void *sock = arg;
+    uint8_t id[256], reply[ECHO_REPLY_BYTES] = {0};
+    for (;;) {
+        int n = zmq_recv(sock, id, sizeof(id), 0);
+        zmq_msg_t body;
+        zmq_msg_init(&body);
+        int m = n < 0 ? -1 : zmq_msg_recv(&body, sock, 0);
+        zmq_msg_close(&body);
+        if (n < 0 || n > (int)sizeof(id) || m <= 0)
+            break;
+        if (zmq_send(sock, id, (size_t)n, ZMQ_SNDMORE) < 0 ||
+            zmq_send(sock, reply, sizeof(reply), 0) < 0)
+            break;
+    }
+    return NULL;
+}
+
+/*
+ * p50 of a bare libzmq round trip: a DEALER sends `bytes` (a lookup
+ * request's size), a ROUTER on its own thread answers with 16 bytes. Each
+ * end has its own context, as the client and the server have, so a round
+ * trip crosses the same four threads as a ping: what ZeroMQ costs with no
+ * server in it. ipc: over a Unix socket in a private directory instead of
+ * TCP loopback. False after printing why.
+ */
+/* A lookup request's size: its token ids as msgpack, plus 64 bytes for the
+ * rest (op, request id, the key's other fields, the ZMTP framing). */
+static size_t lookup_request_bytes(const uint32_t *tokens, size_t n)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    lmc_msgpack_sbuffer_packer_init(&pk, &sb);
+    size_t bytes = lmc_msgpack_pack_uint32_array(&pk, tokens, n) == 0 ? sb.size : 5 * n;
+    msgpack_sbuffer_destroy(&sb);
+    return bytes + 64;
+}
+
+static bool zmq_rtt(bool ipc, size_t bytes, size_t iters, double *p50)
+{
+    const size_t warm = 50;
+    bool good = false;
+    char dir[] = "/tmp/lmcache-bench-ipc-XXXXXX", endpoint[PATH_MAX + 16] = "tcp://127.0.0.1:*";
+    bool have_dir = false, started = false;
+    void *sctx = zmq_ctx_new(), *cctx = zmq_ctx_new(), *srv = NULL, *cli = NULL;
+    double *us = malloc(iters * sizeof(*us));
+    uint8_t *req = calloc(1, bytes), reply[ECHO_REPLY_BYTES];
+    pthread_t t;
+    if (sctx == NULL || cctx == NULL || us == NULL || req == NULL)
+        goto out;
+    if (ipc) {
+        if (mkdtemp(dir) == NULL) {
+            fprintf(stderr, "bench server: mkdtemp %s: %s\n", dir, strerror(errno));
+            goto out;
+        }
+        have_dir = true;
+        snprintf(endpoint, sizeof(endpoint), "ipc://%s/echo", dir);
+    }
+    int linger = 0;
+    if ((srv = zmq_socket(sctx, ZMQ_ROUTER)) == NULL || (cli = zmq_socket(cctx, ZMQ_DEALER)) == NULL ||
+        zmq_setsockopt(srv, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+        zmq_setsockopt(cli, ZMQ_LINGER, &linger, sizeof(linger)) != 0 ||
+        zmq_bind(srv, endpoint) != 0) {
+        fprintf(stderr, "bench server: zmq echo on %s: %s\n", endpoint, zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    size_t len = sizeof(endpoint);
+    if (zmq_getsockopt(srv, ZMQ_LAST_ENDPOINT, endpoint, &len) != 0 ||
+        zmq_connect(cli, endpoint) != 0) {
+        fprintf(stderr, "bench server: zmq echo connect: %s\n", zmq_strerror(zmq_errno()));
+        goto out;
+    }
+    if (pthread_create(&t, NULL, echo_main, srv) != 0) {
+        fprintf(stderr, "bench server: cannot start the zmq echo thread\n");
+        goto out;
+    }
+    started = true;
+    for (size_t i = 0; i < warm + iters; i++) {
+        uint64_t t0 = lmc_mono_ns();
+        if (zmq_send(cli, req, bytes, 0) < 0 || zmq_recv(cli, reply, sizeof(reply), 0) < 0) {
+            fprintf(stderr, "bench server: zmq echo: %s\n", zmq_strerror(zmq_errno()));
+            goto out;
+        }
+        if (i >= warm)
+            us[i - warm] = (double)(lmc_mono_ns() - t0) / 1e3;
+    }
+    lmc_sort_doubles(us, iters);
+    *p50 = lmc_percentile(us, iters, 50);
+    good = true;
+out:
+    if (started) {
+        (void)zmq_send(cli, "", 0, 0); /* the echo's stop; it also ends with its context */
+        zmq_close(cli);
+        cli = NULL;
+        zmq_ctx_shutdown(sctx);
+        pthread_join(t, NULL);
+    }
+    if (cli != NULL)
+        zmq_close(cli);
+    if (srv != NULL)
+        zmq_close(srv);
+    if (cctx != NULL)
+        zmq_ctx_term(cctx);
+    if (sctx != NULL)
+        zmq_ctx_term(sctx);
+    if (have_dir) {
+        char sock[PATH_MAX + 8];
+        snprintf(sock, sizeof(sock), "%s/echo", dir);
+        unlink(sock);
+        rmdir(dir);
+    }
+    free(us);
+    free(req);
+    return good;
+}
+
+/* ---------------------------------------------------------------------- */
 /* Store and retrieve bandwidth                                            */
 /* ---------------------------------------------------------------------- */
 
@@ -419,10 +561,21 @@ static void *cycler_main(void *arg)
 /*
  * One slice: a fresh server (2 workers, traced or not), 2 clients, the
  * shared prefix stored and a few untimed cycles, then `seconds` of cycles
- * from 2 threads. Adds the cycles and the seconds taken to *cycles and
- * *elapsed_s; false after printing why.
+ * from 2 threads. Adds the cycles, the seconds taken and the process's CPU
+ * seconds meanwhile to *cycles, *elapsed_s and *cpu_s; false after
+ * printing why.
  */
-static bool cycles_slice(bool traced, double seconds, int tag, double *cycles, double *elapsed_s)
+static double process_cpu_s(void)
+{
+    struct rusage u;
+    if (getrusage(RUSAGE_SELF, &u) != 0)
+        return 0;
+    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
+           (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
+}
+
+static bool cycles_slice(bool traced, double seconds, int tag, double *cycles, double *elapsed_s,
+                         double *cpu_s)
 {
     bench_server b;
     if (!server_start(&b, 2, "1", traced, tag))
@@ -453,6 +606,7 @@ static bool cycles_slice(bool traced, double seconds, int tag, double *cycles, d
                 goto out;
             }
     pthread_t t[2];
+    double cpu0 = process_cpu_s();
     uint64_t start = lmc_mono_ns();
     int started = 0;
     for (int i = 0; i < 2; i++) {
@@ -466,6 +620,7 @@ static bool cycles_slice(bool traced, double seconds, int tag, double *cycles, d
     for (int i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     double elapsed = (double)(lmc_mono_ns() - start) / 1e9;
+    double cpu = process_cpu_s() - cpu0;
     if (atomic_load(&failed)) {
         for (int i = 0; i < 2; i++)
             if (w[i].error[0] != '\0')
@@ -476,6 +631,7 @@ static bool cycles_slice(bool traced, double seconds, int tag, double *cycles, d
     }
     *cycles += (double)(w[0].cycles + w[1].cycles);
     *elapsed_s += elapsed;
+    *cpu_s += cpu;
     good = true;
 out:
     for (int i = 0; i < 2; i++)
@@ -500,12 +656,14 @@ static bool single_client_metrics(const lmc_bench_ctx *ctx)
     double *rg = calloc((size_t)reps, sizeof(double));
     double *ping = calloc((size_t)reps, sizeof(double));
     double *mg = calloc((size_t)reps, sizeof(double));
+    double *ztcp = calloc((size_t)reps, sizeof(double));
+    double *zipc = calloc((size_t)reps, sizeof(double));
     uint32_t *tokens = malloc(XFER_CHUNKS * CHUNK * sizeof(*tokens));
     bench_server b;
     bool server_up = false, good = false;
     lmc_client *c = NULL;
     if (p50 == NULL || p99 == NULL || sg == NULL || rg == NULL || ping == NULL || mg == NULL ||
-        tokens == NULL)
+        ztcp == NULL || zipc == NULL || tokens == NULL)
         goto out;
     /* 2 GiB of L1; the region holds the source and the target of one 8 MiB call. */
     if (!(server_up = server_start(&b, 1, "2", false, 0)))
@@ -527,19 +685,26 @@ static bool single_client_metrics(const lmc_bench_ctx *ctx)
             goto out;
         }
         size_t iters = (size_t)(2000 * ctx->scale) + 200;
+        size_t req_bytes = lookup_request_bytes(tokens, n_tok);
         /* Pairwise: each trial times lookups and pings back to back (pings
-         * first in odd trials), so their ratio is measured on one machine state. */
+         * first in odd trials), so their ratio is measured on one machine
+         * state; then the bare libzmq round trips of the same request size. */
         for (int r = 0; r < reps; r++) {
             bool ping_first = r % 2 == 1;
             if ((ping_first && !ping_rtt(c, iters, &ping[r])) ||
                 !lookup_rtt(c, tokens, iters, r, &p50[r], &p99[r]) ||
-                (!ping_first && !ping_rtt(c, iters, &ping[r])))
+                (!ping_first && !ping_rtt(c, iters, &ping[r])) ||
+                !zmq_rtt(false, req_bytes, iters, &ztcp[r]) ||
+                !zmq_rtt(true, req_bytes, iters, &zipc[r]))
                 goto out;
         }
         lmc_bench_report_trials(ctx, "lookup_rtt_p50_us", p50, (size_t)reps, "us");
         lmc_bench_report_trials(ctx, "lookup_rtt_p99_us", p99, (size_t)reps, "us");
         lmc_bench_report_trials(ctx, "ping_rtt_p50_us", ping, (size_t)reps, "us");
         lmc_bench_report_ratio(ctx, "lookup_to_ping_ratio", p50, ping, (size_t)reps, "x");
+        lmc_bench_report_trials(ctx, "zmq_tcp_rtt_p50_us", ztcp, (size_t)reps, "us");
+        lmc_bench_report_trials(ctx, "zmq_ipc_rtt_p50_us", zipc, (size_t)reps, "us");
+        lmc_bench_report_ratio(ctx, "lookup_to_zmq_tcp_ratio", p50, ztcp, (size_t)reps, "x");
         if (lmc_client_clear(c, true, &err) != LMC_OK) {
             report_err("clear", &err);
             goto out;
@@ -581,6 +746,8 @@ out:
     free(rg);
     free(ping);
     free(mg);
+    free(ztcp);
+    free(zipc);
     free(tokens);
     return good;
 }
@@ -597,26 +764,35 @@ static bool two_client_metrics(const lmc_bench_ctx *ctx)
     double *off = calloc((size_t)reps, sizeof(double));
     double *on = calloc((size_t)reps, sizeof(double));
     double *ratio = calloc((size_t)reps, sizeof(double));
+    double *cpu_off = calloc((size_t)reps, sizeof(double));
+    double *cpu_on = calloc((size_t)reps, sizeof(double));
     bool good = false;
-    if (off == NULL || on == NULL || ratio == NULL)
+    if (off == NULL || on == NULL || ratio == NULL || cpu_off == NULL || cpu_on == NULL)
         goto out;
     for (int r = 0; r < reps; r++) {
         static const bool abba[4] = {false, true, true, false};
-        double cyc[2] = {0, 0}, sec[2] = {0, 0}; /* [traced] */
+        double cyc[2] = {0, 0}, sec[2] = {0, 0}, cpu[2] = {0, 0}; /* [traced] */
         for (int k = 0; k < 4; k++) {
             bool traced = abba[k] != (r % 2 == 1);
-            if (!cycles_slice(traced, slice_s, 4 * r + k, &cyc[traced], &sec[traced]))
+            if (!cycles_slice(traced, slice_s, 4 * r + k, &cyc[traced], &sec[traced], &cpu[traced]))
                 goto out;
         }
         off[r] = cyc[0] / sec[0];
         on[r] = cyc[1] / sec[1];
         ratio[r] = on[r] / off[r];
+        cpu_off[r] = cpu[0] / cyc[0] * 1e6;
+        cpu_on[r] = cpu[1] / cyc[1] * 1e6;
     }
     lmc_bench_report_trials(ctx, "ops_per_s_2clients", off, (size_t)reps, "cycles/s");
     lmc_bench_report_trials(ctx, "ops_per_s_2clients_traced", on, (size_t)reps, "cycles/s");
     lmc_bench_report_trials(ctx, "tracing_on_off_ratio", ratio, (size_t)reps, "ratio");
+    lmc_bench_report_trials(ctx, "cpu_us_per_cycle", cpu_off, (size_t)reps, "us");
+    lmc_bench_report_trials(ctx, "cpu_us_per_cycle_traced", cpu_on, (size_t)reps, "us");
+    lmc_bench_report_ratio(ctx, "tracing_cpu_ratio", cpu_off, cpu_on, (size_t)reps, "ratio");
     good = true;
 out:
+    free(cpu_off);
+    free(cpu_on);
     free(off);
     free(on);
     free(ratio);

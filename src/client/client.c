@@ -41,6 +41,7 @@
 #include "core/clock.h"
 #include "core/file.h"
 #include "core/mp_reader.h"
+#include "core/msgpack_util.h"
 #include "server/protocol.h"
 
 /* The most payload frames a typed call sends (register_kv_cache: 5). */
@@ -357,7 +358,7 @@ static msgpack_packer payload_packer(lmc_client *c, size_t i)
 {
     msgpack_sbuffer_clear(&c->payload[i]);
     msgpack_packer pk;
-    msgpack_packer_init(&pk, &c->payload[i], msgpack_sbuffer_write);
+    lmc_msgpack_sbuffer_packer_init(&pk, &c->payload[i]);
     return pk;
 }
 

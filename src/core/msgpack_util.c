@@ -3,6 +3,8 @@
  */
 #include "core/msgpack_util.h"
 
+#include <stdlib.h>
+
 #include "core/byteorder.h"
 
 bool lmc_msgpack_item_of(const msgpack_object *o, lmc_mp_item *out)
@@ -75,17 +77,87 @@ bool lmc_msgpack_get_double(const msgpack_object *o, double *out)
     return lmc_msgpack_item_of(o, &it) && lmc_mp_get_double(&it, out);
 }
 
-/* Items per batch: at most 5 bytes each. */
-#define U32_BATCH 256
+int lmc_msgpack_sbuffer_write(void *sbuf, const char *buf, size_t len)
+{
+    return msgpack_sbuffer_write(sbuf, buf, len);
+}
+
+/* At least LMC_MP_WINDOW_BYTES free at the sbuffer's end, grown by doubling
+ * from msgpack-c's initial size, as msgpack_sbuffer_write grows it. */
+static int sbuffer_room(msgpack_sbuffer *sb)
+{
+    if (sb->alloc - sb->size >= LMC_MP_WINDOW_BYTES)
+        return 0;
+    size_t want = sb->size + LMC_MP_WINDOW_BYTES;
+    if (want < sb->size)
+        return -1;
+    size_t n = sb->alloc > 0 ? sb->alloc : MSGPACK_SBUFFER_INIT_SIZE;
+    while (n < want) {
+        if (n > SIZE_MAX / 2)
+            return -1;
+        n *= 2;
+    }
+    char *d = realloc(sb->data, n);
+    if (d == NULL)
+        return -1;
+    sb->data = d;
+    sb->alloc = n;
+    return 0;
+}
+
+static int window_room(lmc_mp_window *w)
+{
+    if (w->sb == NULL) {
+        w->start = w->buf;
+        w->end = w->buf + sizeof(w->buf);
+        return 0;
+    }
+    if (sbuffer_room(w->sb) != 0)
+        return -1;
+    w->start = (uint8_t *)w->sb->data + w->sb->size;
+    w->end = (uint8_t *)w->sb->data + w->sb->alloc;
+    return 0;
+}
+
+int lmc_mp_window_open(lmc_mp_window *w, msgpack_packer *pk)
+{
+    w->pk = pk;
+    w->sb = pk->callback == lmc_msgpack_sbuffer_write ? pk->data : NULL;
+    return window_room(w);
+}
+
+int lmc_mp_window_close(lmc_mp_window *w, uint8_t *p)
+{
+    size_t n = (size_t)(p - w->start);
+    w->start = w->end = p; /* nothing more goes in until it is opened again */
+    if (w->sb != NULL) {
+        w->sb->size += n;
+        return 0;
+    }
+    return n > 0 ? w->pk->callback(w->pk->data, (const char *)p - n, n) : 0;
+}
+
+int lmc_mp_window_flush(lmc_mp_window *w, uint8_t *p)
+{
+    int r = lmc_mp_window_close(w, p);
+    return r != 0 ? r : window_room(w);
+}
+
+/* At most 5 bytes per item: a window holds this many. */
+#define U32_BATCH (LMC_MP_WINDOW_BYTES / 5)
 
 int lmc_msgpack_pack_uint32_array(msgpack_packer *pk, const uint32_t *v, size_t n)
 {
     if (n > UINT32_MAX || msgpack_pack_array(pk, n) != 0)
         return -1;
-    uint8_t buf[U32_BATCH * 5];
+    if (n == 0)
+        return 0;
+    lmc_mp_window w;
+    if (lmc_mp_window_open(&w, pk) != 0)
+        return -1;
     for (size_t done = 0; done < n;) {
         size_t k = n - done < U32_BATCH ? n - done : U32_BATCH;
-        uint8_t *o = buf;
+        uint8_t *o = w.start;
         for (size_t i = 0; i < k; i++) {
             uint32_t x = v[done + i];
             if (x < 0x80) {
@@ -103,10 +175,10 @@ int lmc_msgpack_pack_uint32_array(msgpack_packer *pk, const uint32_t *v, size_t 
                 o += 4;
             }
         }
-        int r = pk->callback(pk->data, (const char *)buf, (size_t)(o - buf));
+        done += k;
+        int r = done < n ? lmc_mp_window_flush(&w, o) : lmc_mp_window_close(&w, o);
         if (r != 0)
             return r;
-        done += k;
     }
     return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * msgpack_util.h -- helpers for msgpack-c's decoded values (msgpack_object),
- * which the trace codecs work on, and for packing strs.
+ * which the trace codecs work on, for packing strs and uint32 arrays, and
+ * a window for writing packed bytes in place.
  *
  * The rules are the reader's (core/mp_reader.h): an object is seen as the
  * reader's item, so a number, and a type's name, read the same whether it
@@ -42,9 +43,57 @@ static inline int lmc_msgpack_pack_cstr(msgpack_packer *pk, const char *s)
 }
 
 /*
+ * msgpack_sbuffer_write, but out of line, so that a packer made with it can
+ * be told from any other (msgpack-c's is static inline: each file that takes
+ * its address gets a copy of its own). Pack into an sbuffer with
+ * lmc_msgpack_sbuffer_packer_init, and lmc_mp_window writes in place.
+ */
+int lmc_msgpack_sbuffer_write(void *sbuf, const char *buf, size_t len);
+
+static inline void lmc_msgpack_sbuffer_packer_init(msgpack_packer *pk, msgpack_sbuffer *sb)
+{
+    msgpack_packer_init(pk, sb, lmc_msgpack_sbuffer_write);
+}
+
+/*
+ * A window for bytes a caller encodes itself and then hands to a packer.
+ * msgpack-c hands every packed piece to the packer's callback; a caller
+ * that builds many bytes by hand would stage them and hand them over in
+ * one call, which copies them once more. When the packer writes to an
+ * sbuffer (lmc_msgpack_sbuffer_packer_init) the window is instead the
+ * sbuffer's free end, grown as msgpack_sbuffer_write grows it, and handing
+ * over is adding to its size: no second copy.
+ *
+ *   lmc_mp_window w;
+ *   if (lmc_mp_window_open(&w, pk) != 0) ...       room at w.start .. w.end
+ *   uint8_t *p = w.start;  write up to w.end ...
+ *   if (lmc_mp_window_flush(&w, p) != 0) ...       hand over; room again
+ *   p = w.start;
+ *   if (lmc_mp_window_close(&w, p) != 0) ...       hand over the last bytes
+ *
+ * The room is LMC_MP_WINDOW_BYTES at least. Something may be packed
+ * through pk meanwhile only while the window holds nothing (p == w.start);
+ * a flush with that p then opens the room after what was packed. Each
+ * returns 0 or msgpack-c's error code (-1: out of memory, or the
+ * callback's). A window needs no cleanup.
+ */
+#define LMC_MP_WINDOW_BYTES 8192
+
+typedef struct lmc_mp_window {
+    msgpack_packer *pk;
+    msgpack_sbuffer *sb; /* NULL: staged in buf, handed to the callback */
+    uint8_t *start, *end;
+    uint8_t buf[LMC_MP_WINDOW_BYTES];
+} lmc_mp_window;
+
+int lmc_mp_window_open(lmc_mp_window *w, msgpack_packer *pk);
+int lmc_mp_window_flush(lmc_mp_window *w, uint8_t *p);
+int lmc_mp_window_close(lmc_mp_window *w, uint8_t *p);
+
+/*
  * An array of n uint32s, the same bytes as msgpack_pack_array and one
- * msgpack_pack_uint32 per item (the shortest form of each), but written to
- * the packer's callback in batches: msgpack-c calls it once per item, and
+ * msgpack_pack_uint32 per item (the shortest form of each), but written
+ * through an lmc_mp_window: msgpack-c calls the callback once per item, and
  * for a lookup's thousands of token ids those calls were the client's
  * largest cost. msgpack-c's return code (-1 when n is over UINT32_MAX).
  */

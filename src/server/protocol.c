@@ -1005,7 +1005,7 @@ void lmc_request_free(lmc_request *req)
 static msgpack_packer packer_of(msgpack_sbuffer *out)
 {
     msgpack_packer pk;
-    msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+    lmc_msgpack_sbuffer_packer_init(&pk, out);
     return pk;
 }
 

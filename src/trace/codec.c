@@ -989,8 +989,9 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
 /*
  * The keys of a record's "keys" list, the hottest value there is: the
  * same bytes as wrap_codec + enc_object_key per key (one encode_value
- * each), but gathered in a stack buffer and handed to the packer a few KiB
- * at a time. A key is three copies: the constant run up to chunk_hash's
+ * each), but written through an lmc_mp_window: straight into the record's
+ * sbuffer, or staged and handed to the packer a few KiB at a time for any
+ * other packer. A key is three copies: the constant run up to chunk_hash's
  * bin8 header, the hash, and its tail (model_name to cache_salt), which is
  * built once and reused while the keys share model, salt, rank and group
  * (the keys of one call do): writing the tail field by field for every key
@@ -999,7 +1000,6 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
  * depth limit is near: the caller then takes the general path, which
  * reports any error.
  */
-#define KEYS_BUF 8192
 #define KEY_TAIL_MAX 512
 
 static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, lmc_status *st,
@@ -1024,8 +1024,10 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
     *q++ = 0xc4;
     size_t pre_len = (size_t)(q - pre);
 
-    uint8_t buf[KEYS_BUF];
-    uint8_t *p = buf;
+    lmc_mp_window w;
+    if (lmc_mp_window_open(&w, pk) != 0)
+        goto nomem;
+    uint8_t *p = w.start;
     /* The tail, and the fields it was built from (tail_len 0: none yet, or too long). */
     uint8_t tail[KEY_TAIL_MAX];
     size_t tail_len = 0;
@@ -1050,14 +1052,18 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         size_t need = pre_len + 1 + hash_len + tail_len;
         if (tail_len == 0 || hash_len > 255)
             need = SIZE_MAX; /* long strings, or not a bin8: the general path */
-        if (need > (size_t)(buf + sizeof(buf) - p) && p > buf) {
-            if (pack_raw(pk, buf, (size_t)(p - buf)) != 0)
+        if (need > (size_t)(w.end - p)) {
+            if (lmc_mp_window_flush(&w, p) != 0)
                 goto nomem;
-            p = buf;
+            p = w.start;
         }
-        if (need > sizeof(buf)) {
+        if (need > (size_t)(w.end - p)) {
+            /* The window is empty: the general path may pack through pk. */
             if ((*st = lmc_codec_encode_value(pk, &items[i], err)) != LMC_OK)
                 return true;
+            if (lmc_mp_window_flush(&w, p) != 0)
+                goto nomem;
+            p = w.start;
             continue;
         }
         memcpy(p, pre, pre_len);
@@ -1068,7 +1074,7 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         memcpy(p, tail, tail_len);
         p += tail_len;
     }
-    if (p > buf && pack_raw(pk, buf, (size_t)(p - buf)) != 0)
+    if (lmc_mp_window_close(&w, p) != 0)
         goto nomem;
     *st = LMC_OK;
     return true;

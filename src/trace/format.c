@@ -204,7 +204,7 @@ lmc_status lmc_trace_encode_header(msgpack_sbuffer *out, const lmc_trace_header 
     if (msgpack_sbuffer_write(out, placeholder, sizeof(placeholder)) != 0)
         goto nomem;
     msgpack_packer pk;
-    msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+    lmc_msgpack_sbuffer_packer_init(&pk, out);
     PK(msgpack_pack_map(&pk, h->n_meta > 0 ? 10 : 9));
     PK(lmc_msgpack_pack_cstr(&pk, "type"));
     PK(lmc_msgpack_pack_cstr(&pk, "header"));
@@ -535,7 +535,7 @@ lmc_status lmc_trace_encode_record(msgpack_sbuffer *out, double t_mono, double t
                               5) != 0)
         goto nomem;
     msgpack_packer pk;
-    msgpack_packer_init(&pk, out, msgpack_sbuffer_write);
+    lmc_msgpack_sbuffer_packer_init(&pk, out);
     lmc_status st = lmc_codec_encode_args(&pk, args, nargs, err);
     if (st != LMC_OK) {
         out->size = before;

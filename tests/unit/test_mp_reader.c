@@ -593,32 +593,135 @@ static void test_byte_order_helpers_round_trip(void **state)
     assert_true(lmc_get_be64(b) == 0x0123456789abcdefull);
 }
 
-/* Every width's boundaries, an empty list and lists longer than one batch: msgpack-c's bytes. */
+/* A packer callback that keeps what it is handed, counts the calls, and can refuse. */
+typedef struct recording_sink {
+    msgpack_sbuffer sb;
+    size_t calls;
+    int fail_at; /* the call (1-based) that returns -7; 0: none */
+} recording_sink;
+
+static int recording_write(void *data, const char *buf, size_t len)
+{
+    recording_sink *s = data;
+    if (++s->calls == (size_t)s->fail_at)
+        return -7;
+    return msgpack_sbuffer_write(&s->sb, buf, len);
+}
+
+/* Every width's boundaries, an empty list and lists longer than one window,
+ * written in place (lmc_msgpack_sbuffer_packer_init) and staged (any other
+ * callback): msgpack-c's bytes either way. */
 static void test_uint32_arrays_pack_as_msgpack_c_packs_them(void **state)
 {
     (void)state;
     static const uint32_t edges[] = {0,     1,     0x7f,    0x80,    0xff,       0x100,
                                      0xffff, 0x10000, 0xffffff, 0x1000000, UINT32_MAX};
-    uint32_t v[1000];
+    static uint32_t v[5000];
     for (size_t n = 0; n < sizeof(v) / sizeof(v[0]); n++)
         v[n] = n < 11 ? edges[n] : (uint32_t)(n * 2654435761u) >> (n % 32);
-    size_t lens[] = {0, 1, 11, 255, 256, 257, 1000};
+    size_t lens[] = {0, 1, 11, 255, 256, 257, 1000, 1638, 1639, 5000};
     for (size_t t = 0; t < sizeof(lens) / sizeof(lens[0]); t++) {
         msgpack_sbuffer want, got;
+        recording_sink staged = {.calls = 0};
         msgpack_sbuffer_init(&want);
         msgpack_sbuffer_init(&got);
-        msgpack_packer pw, pg;
+        msgpack_sbuffer_init(&staged.sb);
+        msgpack_packer pw, pg, ps;
         msgpack_packer_init(&pw, &want, msgpack_sbuffer_write);
-        msgpack_packer_init(&pg, &got, msgpack_sbuffer_write);
+        lmc_msgpack_sbuffer_packer_init(&pg, &got);
+        msgpack_packer_init(&ps, &staged, recording_write);
         msgpack_pack_array(&pw, lens[t]);
         for (size_t i = 0; i < lens[t]; i++)
             msgpack_pack_uint32(&pw, v[i]);
         assert_int_equal(lmc_msgpack_pack_uint32_array(&pg, v, lens[t]), 0);
+        assert_int_equal(lmc_msgpack_pack_uint32_array(&ps, v, lens[t]), 0);
         assert_int_equal(got.size, want.size);
         assert_memory_equal(got.data, want.data, want.size);
+        assert_int_equal(staged.sb.size, want.size);
+        assert_memory_equal(staged.sb.data, want.data, want.size);
+        /* Staged: the array header, then one call per window's worth of items. */
+        size_t windows = (lens[t] + LMC_MP_WINDOW_BYTES / 5 - 1) / (LMC_MP_WINDOW_BYTES / 5);
+        assert_int_equal(staged.calls, 1 + windows);
         msgpack_sbuffer_destroy(&want);
         msgpack_sbuffer_destroy(&got);
+        msgpack_sbuffer_destroy(&staged.sb);
     }
+}
+
+/* The window: bytes written in place land in the sbuffer in order with what
+ * was packed through the packer while it was empty, across growth; staged,
+ * a refusing callback's code comes back from flush and close. */
+static void test_a_window_writes_in_place_or_staged_and_reports_refusals(void **state)
+{
+    (void)state;
+    for (int in_place = 0; in_place < 2; in_place++) {
+        msgpack_sbuffer want;
+        recording_sink staged = {.calls = 0};
+        msgpack_sbuffer got;
+        msgpack_sbuffer_init(&want);
+        msgpack_sbuffer_init(&got);
+        msgpack_sbuffer_init(&staged.sb);
+        msgpack_packer pw, pk;
+        msgpack_packer_init(&pw, &want, msgpack_sbuffer_write);
+        if (in_place)
+            lmc_msgpack_sbuffer_packer_init(&pk, &got);
+        else
+            msgpack_packer_init(&pk, &staged, recording_write);
+        lmc_mp_window w;
+        assert_int_equal(lmc_mp_window_open(&w, &pk), 0);
+        assert_true(w.end - w.start >= LMC_MP_WINDOW_BYTES);
+        for (int round = 0; round < 40; round++) {
+            /* A window's worth of bytes by hand, then an item through the packer. */
+            uint8_t *p = w.start;
+            for (size_t i = 0; i < LMC_MP_WINDOW_BYTES; i++)
+                *p++ = (uint8_t)(0x80 | ((round + i) & 0x7f)); /* not msgpack: bytes */
+            msgpack_pack_bin_body(&pw, w.start, LMC_MP_WINDOW_BYTES);
+            assert_int_equal(lmc_mp_window_flush(&w, p), 0);
+            assert_int_equal(msgpack_pack_int(&pk, round), 0);
+            assert_int_equal(msgpack_pack_int(&pw, round), 0);
+            assert_int_equal(lmc_mp_window_flush(&w, w.start), 0); /* room after it */
+        }
+        uint8_t *p = w.start;
+        *p++ = 0xc0;
+        assert_int_equal(lmc_mp_window_close(&w, p), 0);
+        msgpack_pack_nil(&pw);
+        const msgpack_sbuffer *out = in_place ? &got : &staged.sb;
+        assert_int_equal(out->size, want.size);
+        assert_memory_equal(out->data, want.data, want.size);
+        if (in_place)
+            assert_int_equal(staged.calls, 0);
+        msgpack_sbuffer_destroy(&want);
+        msgpack_sbuffer_destroy(&got);
+        msgpack_sbuffer_destroy(&staged.sb);
+    }
+    /* A staged callback that refuses: flush and close return its code. */
+    recording_sink refusing = {.fail_at = 1};
+    msgpack_sbuffer_init(&refusing.sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &refusing, recording_write);
+    lmc_mp_window w;
+    assert_int_equal(lmc_mp_window_open(&w, &pk), 0);
+    uint8_t *p = w.start;
+    *p++ = 1;
+    assert_int_equal(lmc_mp_window_flush(&w, p), -7);
+    refusing.fail_at = 3;
+    assert_int_equal(lmc_mp_window_open(&w, &pk), 0);
+    p = w.start;
+    *p++ = 2;
+    assert_int_equal(lmc_mp_window_flush(&w, p), 0);
+    p = w.start;
+    *p++ = 3;
+    assert_int_equal(lmc_mp_window_close(&w, p), -7);
+    assert_int_equal(lmc_mp_window_close(&w, w.start), 0); /* empty: no call */
+    assert_int_equal(refusing.calls, 3);
+    assert_int_equal(refusing.sb.size, 1);
+    assert_int_equal((uint8_t)refusing.sb.data[0], 2);
+    /* And the array packer passes a refusal on. */
+    refusing.calls = 0;
+    refusing.fail_at = 2; /* the header goes, the first window does not */
+    static const uint32_t v[3] = {1, 2, 3};
+    assert_int_equal(lmc_msgpack_pack_uint32_array(&pk, v, 3), -7);
+    msgpack_sbuffer_destroy(&refusing.sb);
 }
 
 /* The run reader takes the four short uint encodings and stops, unmoved, at anything else. */
@@ -675,6 +778,7 @@ int main(void)
         cmocka_unit_test(test_msgpack_objects_follow_the_reader_rules),
         cmocka_unit_test(test_byte_order_helpers_round_trip),
         cmocka_unit_test(test_uint32_arrays_pack_as_msgpack_c_packs_them),
+        cmocka_unit_test(test_a_window_writes_in_place_or_staged_and_reports_refusals),
         cmocka_unit_test(test_uint32_runs_stop_before_other_items_and_truncation),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
