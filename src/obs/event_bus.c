@@ -106,7 +106,6 @@
 #include "core/log.h"
 
 #define SLOT_BYTES 64u
-#define PREFETCH_BYTES 2560u /* of the next event: a 16-key call's size */
 #define HDR_BYTES 16u /* type, len, timestamp; the payload follows */
 #define MAX_CBS_PER_TYPE 16u
 #define MAX_SUBSCRIBERS 16u
@@ -906,13 +905,6 @@ static void consume_one(lmc_event_bus *bus, uint64_t w)
     }
     uint32_t type = hdr.type & TYPE_BITS;
     if (ok && type < LMC_EVENT_TYPE_MAX) {
-        /* Ask for the next event's bytes while the callbacks work on this
-         * one: a drain of a long backlog (a ring filled faster than it is
-         * drained) reads lines no cache holds any more, and the encoder's
-         * first load of each key was its largest stall. */
-        size_t next = at - HDR_BYTES + slots_for(hdr.len) * SLOT_BYTES;
-        for (size_t o = 0; o < PREFETCH_BYTES; o += SLOT_BYTES)
-            __builtin_prefetch(bus->ring + ((next + o) & (bus->ring_bytes - 1)));
         const type_subs *t = &bus->subs[type];
         uint32_t n = atomic_load_explicit(&t->n, memory_order_acquire);
         lmc_event ev = {.type = type, .payload = payload, .len = hdr.len};
