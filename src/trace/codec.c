@@ -991,16 +991,30 @@ static lmc_status encode_key(msgpack_packer *pk, const lmc_tv *k, lmc_error *err
  * same bytes as wrap_codec + enc_object_key per key (one encode_value
  * each), but written through an lmc_mp_window: straight into the record's
  * sbuffer, or staged and handed to the packer a few KiB at a time for any
- * other packer. A key is three copies: the constant run up to chunk_hash's
- * bin8 header, the hash, and its tail (model_name to cache_salt), which is
- * built once and reused while the keys share model, salt, rank and group
- * (the keys of one call do): writing the tail field by field for every key
- * was most of a 16-key record's encoding time. Returns false, having
+ * other packer. A key is its image and its hash: the image (the constant
+ * run up to chunk_hash's bin8 header, the hash's length and place, and the
+ * tail, model_name to cache_salt) is built once and reused while the keys
+ * share model, salt, rank, group and hash length (the keys of one call
+ * do): writing the tail field by field for every key was most of a 16-key
+ * record's encoding time. Returns false, having
  * written nothing, when the items are not all non-NULL ObjectKeys or the
  * depth limit is near: the caller then takes the general path, which
  * reports any error.
  */
 #define KEY_TAIL_MAX 512
+#define COPY_BLOCK 32
+/* A key's bytes but its hash: the wrapper's run (up to WRAP_MAX + 16), the
+ * bin8 length, the hash's place, the tail; plus a block of slack. */
+#define KEY_IMAGE_MAX (WRAP_MAX + 16 + 1 + 255 + KEY_TAIL_MAX + COPY_BLOCK)
+
+/* n bytes as whole COPY_BLOCK-byte blocks, fixed-size copies the compiler
+ * inlines (a libc memcpy call per small piece was a fifth of a record's
+ * encoding): writes and reads up to COPY_BLOCK - 1 bytes past n. */
+static inline void copy_blocks(uint8_t *dst, const uint8_t *src, size_t n)
+{
+    for (size_t o = 0; o < n; o += COPY_BLOCK)
+        memcpy(dst + o, src + o, COPY_BLOCK);
+}
 
 static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, lmc_status *st,
                              lmc_error *err)
@@ -1015,22 +1029,23 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         if (items[i].kind != LMC_TV_OBJECT_KEY || items[i].u.key == NULL)
             return false;
 
-    /* wrapper, {"chunk_hash": bin8 header (the length follows) */
-    uint8_t pre[WRAP_MAX + 16];
-    memcpy(pre, g_wrap[ci], g_wrap_len[ci]);
-    uint8_t *q = pre + g_wrap_len[ci];
+    /* The image starts with the wrapper, {"chunk_hash": bin8 header (the
+     * length follows): the same for every key. */
+    uint8_t image[KEY_IMAGE_MAX];
+    memcpy(image, g_wrap[ci], g_wrap_len[ci]);
+    uint8_t *q = image + g_wrap_len[ci];
     *q++ = 0x85;
     q = W_NAME(q, "chunk_hash");
     *q++ = 0xc4;
-    size_t pre_len = (size_t)(q - pre);
+    const size_t pre_len = (size_t)(q - image);
 
     lmc_mp_window w;
     if (lmc_mp_window_open(&w, pk) != 0)
         goto nomem;
     uint8_t *p = w.start;
-    /* The tail, and the fields it was built from (tail_len 0: none yet, or too long). */
-    uint8_t tail[KEY_TAIL_MAX];
-    size_t tail_len = 0;
+    /* The image's length (0: none yet, or too long for it: the general
+     * path) and the fields it was built from. */
+    size_t image_len = 0, hash_len = 0;
     const char *model = NULL, *salt = NULL;
     int64_t rank = 0, group = 0;
     for (size_t i = 0; i < n; i++) {
@@ -1038,20 +1053,24 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
         const char *m = k->model_name != NULL ? k->model_name : "";
         const char *sa = k->cache_salt != NULL ? k->cache_salt : "";
         /* Strings are interned: the same pointers mean the same bytes. */
-        if (m != model || sa != salt || k->kv_rank != rank || k->object_group_id != group) {
+        if (m != model || sa != salt || k->kv_rank != rank || k->object_group_id != group ||
+            k->chunk_hash_len != hash_len) {
             model = m;
             salt = sa;
             rank = k->kv_rank;
             group = k->object_group_id;
+            hash_len = k->chunk_hash_len;
             size_t model_len = strlen(m), salt_len = strlen(sa);
-            tail_len = model_len + salt_len + KEY_TAIL_FIXED <= sizeof(tail)
-                           ? (size_t)(w_key_tail(tail, k, m, model_len, sa, salt_len) - tail)
-                           : 0;
+            image_len = 0;
+            if (hash_len <= 255 && model_len + salt_len + KEY_TAIL_FIXED <= KEY_TAIL_MAX) {
+                q = image + pre_len;
+                *q++ = (uint8_t)hash_len;
+                memset(q, 0, hash_len); /* the hash's place */
+                q = w_key_tail(q + hash_len, k, m, model_len, sa, salt_len);
+                image_len = (size_t)(q - image);
+            }
         }
-        size_t hash_len = k->chunk_hash_len;
-        size_t need = pre_len + 1 + hash_len + tail_len;
-        if (tail_len == 0 || hash_len > 255)
-            need = SIZE_MAX; /* long strings, or not a bin8: the general path */
+        size_t need = image_len > 0 ? image_len + COPY_BLOCK : SIZE_MAX;
         if (need > (size_t)(w.end - p)) {
             if (lmc_mp_window_flush(&w, p) != 0)
                 goto nomem;
@@ -1066,13 +1085,12 @@ static bool encode_key_items(msgpack_packer *pk, const lmc_tv *items, size_t n, 
             p = w.start;
             continue;
         }
-        memcpy(p, pre, pre_len);
-        p += pre_len;
-        *p++ = (uint8_t)hash_len;
-        memcpy(p, lmc_object_key_hash_bytes(k), hash_len);
-        p += hash_len;
-        memcpy(p, tail, tail_len);
-        p += tail_len;
+        copy_blocks(p, image, image_len);
+        if (hash_len == 32) /* a SHA-256: the usual key, one inlined copy */
+            memcpy(p + pre_len + 1, lmc_object_key_hash_bytes(k), 32);
+        else
+            memcpy(p + pre_len + 1, lmc_object_key_hash_bytes(k), hash_len);
+        p += image_len;
     }
     if (lmc_mp_window_close(&w, p) != 0)
         goto nomem;

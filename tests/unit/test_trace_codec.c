@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/msgpack_util.h"
 #include "helpers/trace_test_util.h"
 #include "trace/codec.h"
 #include "trace/value.h"
@@ -438,6 +439,70 @@ static void test_a_list_of_object_keys_encodes_as_its_keys_one_by_one(void **sta
     assert_memory_equal(whole.data, each.data, each.size);
     msgpack_sbuffer_destroy(&whole);
     msgpack_sbuffer_destroy(&each);
+}
+
+/*
+ * A long keys list -- runs of keys that share their fields, then changes of
+ * hash length, model, salt, rank and group, and keys too long for the list
+ * path in between -- encodes as its keys one by one, whether the packer
+ * writes to an sbuffer in place (lmc_msgpack_sbuffer_packer_init, as the
+ * recorder's does) or through another callback; both cross many windows.
+ */
+static void test_a_long_list_of_object_keys_encodes_the_same_in_place_and_staged(void **state)
+{
+    (void)state;
+    enum { N = 300 };
+    static char long_model[600];
+    memset(long_model, 'L', sizeof(long_model) - 1);
+    static const size_t hash_lens[] = {32, 32, 32, 4, 0, 64, 1, 32};
+    uint8_t hash[LMC_CHUNK_HASH_MAX];
+    lmc_object_key *k = calloc(N, sizeof(*k));
+    lmc_tv *items = calloc(N, sizeof(*items));
+    assert_non_null(k);
+    assert_non_null(items);
+    for (int i = 0; i < N; i++) {
+        for (size_t b = 0; b < sizeof(hash); b++)
+            hash[b] = (uint8_t)(i * 31 + b);
+        const char *model = i % 97 == 50 ? long_model : i % 40 < 20 ? "meta-llama/Llama-3.1-8B" : "m";
+        const char *salt = i % 60 < 45 ? "" : "tenant-a";
+        assert_int_equal(lmc_object_key_make_n(&k[i], hash, hash_lens[(i / 7) % 8], model,
+                                               strlen(model), i / 50, (i / 25) % 3, salt,
+                                               strlen(salt), NULL),
+                         LMC_OK);
+        items[i] = key_tv(&k[i]);
+    }
+    lmc_tv list = list_tv(LMC_TV_LIST, items, N);
+
+    msgpack_sbuffer each;
+    msgpack_sbuffer_init(&each);
+    msgpack_packer pe;
+    msgpack_packer_init(&pe, &each, msgpack_sbuffer_write);
+    msgpack_pack_array(&pe, N);
+    for (int i = 0; i < N; i++) {
+        msgpack_sbuffer one;
+        tt_encode(&items[i], &one);
+        msgpack_sbuffer_write(&each, one.data, one.size);
+        msgpack_sbuffer_destroy(&one);
+    }
+    assert_true(each.size > 4 * LMC_MP_WINDOW_BYTES);
+
+    for (int in_place = 0; in_place < 2; in_place++) {
+        msgpack_sbuffer whole;
+        msgpack_sbuffer_init(&whole);
+        msgpack_packer pk;
+        if (in_place)
+            lmc_msgpack_sbuffer_packer_init(&pk, &whole);
+        else
+            msgpack_packer_init(&pk, &whole, msgpack_sbuffer_write);
+        lmc_error err;
+        assert_int_equal(lmc_codec_encode_value(&pk, &list, &err), LMC_OK);
+        assert_int_equal(whole.size, each.size);
+        assert_memory_equal(whole.data, each.data, each.size);
+        msgpack_sbuffer_destroy(&whole);
+    }
+    msgpack_sbuffer_destroy(&each);
+    free(items);
+    free(k);
 }
 
 static void test_object_key_schema2_encoding_appends_cache_salt(void **state)
@@ -1327,6 +1392,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_object_keys_inside_a_list_round_trip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_list_of_object_keys_encodes_as_its_keys_one_by_one,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_a_long_list_of_object_keys_encodes_the_same_in_place_and_staged, setup, teardown),
         cmocka_unit_test_setup_teardown(test_object_key_schema2_encoding_appends_cache_salt, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_object_key_spec_vector_without_salt_decodes, setup,
