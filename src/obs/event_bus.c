@@ -1034,7 +1034,8 @@ static void *drain_main(void *arg)
          * publisher wake us. */
         if (!nap(bus, DOZING, DOZE_NS)) {
             /* A lull: let subscribers finish what they batched (the trace
-             * recorder writes its buffer), so little is lost to a kill. */
+             * recorder hands its buffer to its writer, at most every
+             * 20 ms), so little is lost to a kill. */
             void (*idle)(void *) = atomic_load(&bus->idle_hook);
             if (idle != NULL)
                 idle(atomic_load(&bus->idle_ud));

@@ -45,10 +45,10 @@ static lmc_status open_default(const char *level, lmc_trace_recorder **r, char *
     return st;
 }
 
-/* Write the recorder's batch whenever the bus runs dry. */
+/* Hand the recorder's batch to its writer when the bus runs dry. */
 static void idle_flush(void *ud)
 {
-    lmc_trace_recorder_flush(ud);
+    lmc_trace_recorder_flush_idle(ud);
 }
 
 lmc_status lmc_trace_maybe_init(lmc_event_bus *bus, const char *level, const char *output,

@@ -67,6 +67,8 @@
 #define PIPE_DEPTH 4
 /* lmc_batch.flags: the batch starts with the header frame. */
 #define BATCH_HAS_HEADER 1u
+/* A lull hands the batch to the writer at most this often (see flush_idle). */
+#define IDLE_HANDOFF_MS 20u
 
 struct lmc_trace_recorder {
     pthread_mutex_t mu;
@@ -78,7 +80,8 @@ struct lmc_trace_recorder {
     bool closed;
     bool header_written; /* in the file, or in a batch on its way */
     lmc_batch_pipe *pipe;
-    lmc_event_bus *bus; /* for its drop count at close; may be NULL */
+    lmc_event_bus *bus;       /* for its drop count at close; may be NULL */
+    uint64_t last_handoff_ms; /* when a batch last went to the writer */
     /* Read-only after open. */
     double t_mono_start;
     double t_wall_start;
@@ -192,9 +195,16 @@ static msgpack_sbuffer *batch_locked(lmc_trace_recorder *r)
 }
 
 /* Everything encoded so far to the file, and wait until it is there. */
-static void flush_locked(lmc_trace_recorder *r)
+/* Hand the current batch (if any) to the writer. */
+static void handoff_locked(lmc_trace_recorder *r)
 {
     lmc_batch_pipe_submit(r->pipe);
+    r->last_handoff_ms = lmc_mono_ms();
+}
+
+static void flush_locked(lmc_trace_recorder *r)
+{
+    handoff_locked(r);
     lmc_batch_pipe_wait(r->pipe);
 }
 
@@ -293,7 +303,7 @@ static void append_record_locked(lmc_trace_recorder *r, const char *qualname,
     }
     b->count++;
     if (b->buf.size >= BATCH_BYTES)
-        lmc_batch_pipe_submit(r->pipe); /* the writer takes it from here */
+        handoff_locked(r); /* the writer takes it from here */
 }
 
 void lmc_trace_recorder_write_record(lmc_trace_recorder *r, const char *qualname,
@@ -399,6 +409,15 @@ void lmc_trace_recorder_flush(lmc_trace_recorder *r)
     pthread_mutex_lock(&r->mu);
     if (!r->closed)
         flush_locked(r);
+    pthread_mutex_unlock(&r->mu);
+}
+
+void lmc_trace_recorder_flush_idle(lmc_trace_recorder *r)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->closed && lmc_batch_pipe_current(r->pipe)->count > 0 &&
+        lmc_mono_ms() - r->last_handoff_ms >= IDLE_HANDOFF_MS)
+        handoff_locked(r);
     pthread_mutex_unlock(&r->mu);
 }
 

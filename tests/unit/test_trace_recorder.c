@@ -732,6 +732,41 @@ static void test_an_explicit_output_that_exists_is_overwritten_with_mode_0600(vo
     lmc_trace_reader_close(rd);
 }
 
+/*
+ * A lull on a running bus hands the records to the writer without a stop:
+ * they are in the file within a bounded time. And bursts separated by short
+ * pauses do not each cause a write: the writer gets a batch at most every
+ * 20 ms (the idle hand-off's interval), so the writes stay within the time
+ * taken divided by 20 ms, plus the first and the one at close.
+ */
+static void test_a_lull_hands_records_to_the_writer_at_most_every_20_ms(void **state)
+{
+    fixture *f = *state;
+    lmc_trace_recorder *r = record_to(f);
+    lmc_object_key k[2];
+    sm_test_keys(k, 2, 7);
+    capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+    uint64_t t0 = lmc_mono_ms();
+    while (lmc_trace_recorder_records(r) < 1 && lmc_mono_ms() - t0 < 5000)
+        lmc_sleep_ns(1000000);
+    assert_int_equal(lmc_trace_recorder_records(r), 1); /* in the file, the bus still running */
+
+    uint64_t writes0 = lmc_trace_recorder_writes(r);
+    uint64_t start = lmc_mono_ms();
+    for (int burst = 0; burst < 100; burst++) {
+        capture_keys(LMC_TRACE_OP_FINISH_WRITE, k, 2);
+        lmc_sleep_ns(1000000); /* a pause: the drain thread runs dry and calls the hook */
+    }
+    uint64_t elapsed = lmc_mono_ms() - start;
+    lmc_event_bus_stop(f->bus); /* the final drain and close: the last write */
+    uint64_t writes = lmc_trace_recorder_writes(r) - writes0;
+    uint64_t records = lmc_trace_recorder_records(r);
+    lmc_trace_recorder_destroy(r);
+    assert_true(writes >= 1);
+    assert_true(writes <= elapsed / 20 + 3);
+    assert_int_equal(records, 101);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +813,8 @@ int main(void)
                                         teardown),
         cmocka_unit_test_setup_teardown(
             test_default_output_path_is_under_tmpdir_with_pid_and_utc_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_lull_hands_records_to_the_writer_at_most_every_20_ms,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
