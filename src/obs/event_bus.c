@@ -879,6 +879,8 @@ static inline uint64_t commit_at_tail(const lmc_event_bus *bus)
 /* Deliver the next event in turn, committed with word w, and consume it. */
 static void consume_one(lmc_event_bus *bus, uint64_t w)
 {
+    if (--bus->cal_countdown == 0)
+        tsc_maybe_recalibrate(bus); /* every CAL_CHECK_EVERY events: one clock read */
     uint32_t pos = (uint32_t)(w & POS_MASK); /* c_pos, or after it if it rewound */
     ev_hdr hdr;
     memcpy(&hdr, slot_ptr(bus, pos), sizeof(hdr));
@@ -945,8 +947,6 @@ static size_t drain_ready(lmc_event_bus *bus)
     uint64_t w;
     tsc_maybe_recalibrate(bus);
     while ((w = commit_at_tail(bus)) != 0) {
-        if (--bus->cal_countdown == 0)
-            tsc_maybe_recalibrate(bus);
         consume_one(bus, w);
         n++;
     }
@@ -970,8 +970,6 @@ static void drain_final(lmc_event_bus *bus)
     while (bus->c_seq != word_seq(h)) {
         uint64_t w = commit_at_tail(bus);
         if (w != 0) {
-            if (--bus->cal_countdown == 0)
-                tsc_maybe_recalibrate(bus);
             consume_one(bus, w);
             spins = 0;
             continue;

@@ -77,9 +77,9 @@
 #define ROUTING_ID_MAX 32
 /* A connection that has not finished its ZMTP handshake by then is closed. */
 #define HANDSHAKE_TIMEOUT_MS 10000
-/* Raw chunks (of up to 8 KiB) libzmq may queue per connection before TCP pushes back. */
 /* libzmq stores a message of up to 33 bytes in the zmq_msg_t itself (its VSM). */
 #define HELLO_PIECE 32
+/* Raw chunks (of up to 8 KiB) libzmq may queue per connection before TCP pushes back. */
 #define STREAM_RCVHWM 16
 /* File descriptors kept for everything but client connections (L2 files, regions, ...). */
 #define RESERVED_FDS 256
