@@ -245,9 +245,20 @@ static lmc_status reserve(lmc_engine *e, size_t n_keys, lmc_error *err)
     return st;
 }
 
-lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_layout_desc *layout,
-                             lmc_error *err)
+/* A lookup admitted by lmc_engine_lookup_begin: its session, and room for its hashes. */
+struct lmc_lookup_job {
+    const lmc_ipc_key *key; /* borrowed from the request */
+    lmc_layout_desc layout;
+    lmc_session *x;
+    size_t n_chunks, n_keys;
+    uint8_t (*hashes)[32]; /* n_chunks of them, after the job */
+};
+
+lmc_status lmc_engine_lookup_begin(lmc_engine *e, const lmc_ipc_key *key,
+                                   const lmc_layout_desc *layout, lmc_lookup_job **out,
+                                   lmc_error *err)
 {
+    *out = NULL;
     size_t n_chunks = (size_t)key->end / (size_t)e->chunk_size;
     size_t ws = (size_t)key->world_size;
     size_t n_keys = n_chunks * ws;
@@ -256,36 +267,67 @@ lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_la
                              "lookup: %zu chunks x world size %zu = %zu keys, more than the %llu "
                              "all sessions may hold (--max-session-keys)",
                              n_chunks, ws, n_keys, (unsigned long long)e->limits.max_session_keys);
+    if (key->end >
+        (int64_t)key->n_tokens) /* lmc_engine_check_key's rule, kept for direct callers */
+        return lmc_error_set(err, LMC_ERR_INVALID, "lookup: end %lld is past the %zu tokens",
+                             (long long)key->end, key->n_tokens);
     lmc_status st = admit_names(e, "lookup", key, err);
     if (st != LMC_OK || (st = reserve(e, n_keys, err)) != LMC_OK)
         return st;
-    uint8_t(*hashes)[32] = NULL;
-    lmc_session *x = lmc_session_new(key->request_id, key->world_size,
-                                     (uint32_t)(key->num_kv_readers - 1), n_keys);
+    lmc_lookup_job *job = malloc(sizeof(*job) + (n_chunks ? n_chunks : 1) * 32);
+    lmc_session *x = job == NULL ? NULL
+                                 : lmc_session_new(key->request_id, key->world_size,
+                                                   (uint32_t)(key->num_kv_readers - 1), n_keys);
     if (x == NULL) {
-        st = lmc_error_set(err, LMC_ERR_NOMEM, "lookup: out of memory");
-        goto fail;
+        free(job);
+        lmc_sessions_unreserve(e->sessions, n_keys);
+        return lmc_error_set(err, LMC_ERR_NOMEM, "lookup: out of memory");
     }
-    size_t hashed = 0;
-    if ((st = hash_tokens(e, key, &hashes, &hashed, err)) != LMC_OK)
-        goto fail;
-    if (hashed != n_chunks) { /* lmc_engine_check_key keeps end inside the tokens */
-        st = lmc_error_set(err, LMC_ERR_INVALID, "lookup: end %lld is past the %zu tokens",
-                           (long long)key->end, key->n_tokens);
-        goto fail;
-    }
+    *job = (lmc_lookup_job){.key = key,
+                            .layout = *layout,
+                            .x = x,
+                            .n_chunks = n_chunks,
+                            .n_keys = n_keys,
+                            .hashes = (uint8_t(*)[32])(job + 1)};
+    *out = job;
+    return LMC_OK;
+}
+
+lmc_status lmc_engine_lookup_finish(lmc_engine *e, lmc_lookup_job *job, lmc_error *err)
+{
+    const lmc_ipc_key *key = job->key;
+    lmc_session *x = job->x;
+    size_t n_chunks = job->n_chunks;
+    lmc_token_chunk_hashes(key->token_ids, key->n_tokens, (size_t)e->chunk_size, job->hashes,
+                           n_chunks);
     x->n_chunks = n_chunks;
-    st = make_keys((const uint8_t(*)[32])hashes, 0, n_chunks, key->model_name, key->world_size, -1,
-                   key->cache_salt, x->keys, err);
-    if (st != LMC_OK)
-        goto fail;
-    free(hashes);
-    return start_session(e, x, layout, err);
-fail:
-    free(hashes);
-    lmc_session_free(x);
-    lmc_sessions_unreserve(e->sessions, n_keys);
+    lmc_status st = make_keys((const uint8_t(*)[32])job->hashes, 0, n_chunks, key->model_name,
+                              key->world_size, -1, key->cache_salt, x->keys, err);
+    if (st == LMC_OK) {
+        st = start_session(e, x, &job->layout, err); /* takes x, reservation and all */
+    } else {
+        lmc_session_free(x);
+        lmc_sessions_unreserve(e->sessions, job->n_keys);
+    }
+    free(job);
     return st;
+}
+
+void lmc_engine_lookup_cancel(lmc_engine *e, lmc_lookup_job *job)
+{
+    if (job == NULL)
+        return;
+    lmc_session_free(job->x);
+    lmc_sessions_unreserve(e->sessions, job->n_keys);
+    free(job);
+}
+
+lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_layout_desc *layout,
+                             lmc_error *err)
+{
+    lmc_lookup_job *job;
+    lmc_status st = lmc_engine_lookup_begin(e, key, layout, &job, err);
+    return st != LMC_OK ? st : lmc_engine_lookup_finish(e, job, err);
 }
 
 lmc_status lmc_engine_lookup_keys(lmc_engine *e, const char *request_id, int64_t world_size,

@@ -99,6 +99,22 @@ lmc_status lmc_engine_worker_keys(lmc_engine *e, const char *op, const lmc_ipc_k
  */
 lmc_status lmc_engine_lookup(lmc_engine *e, const lmc_ipc_key *key, const lmc_layout_desc *layout,
                              lmc_error *err);
+
+/*
+ * The same in two steps, so that the server can send a lookup's reply
+ * (nil) between them. begin does every check a request can fail (limits,
+ * names, the session reservation) and takes what the lookup needs;
+ * finish hashes, makes the keys and submits the prefetch, and can fail
+ * only for want of memory. key is borrowed until finish or cancel; each
+ * job is finished or cancelled exactly once, which frees it.
+ */
+typedef struct lmc_lookup_job lmc_lookup_job;
+lmc_status lmc_engine_lookup_begin(lmc_engine *e, const lmc_ipc_key *key,
+                                   const lmc_layout_desc *layout, lmc_lookup_job **job,
+                                   lmc_error *err);
+lmc_status lmc_engine_lookup_finish(lmc_engine *e, lmc_lookup_job *job, lmc_error *err);
+/* Give a begun job's reservation back (NULL: nothing). */
+void lmc_engine_lookup_cancel(lmc_engine *e, lmc_lookup_job *job);
 /*
  * The same from keys already made (n_chunks * world_size of them,
  * chunk-major x rank; copied).

@@ -34,8 +34,9 @@ static lmc_status op_unregister(const lmc_op_ctx *ctx, const lmc_request *q, msg
     return st;
 }
 
-static lmc_status op_lookup(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
-                            lmc_error *err)
+/* A lookup's checks, and its job begun: *job is the rest of its work. */
+static lmc_status lookup_begin(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
+                               lmc_lookup_job **job, lmc_error *err)
 {
     const lmc_ipc_key *key = &q->key;
     lmc_layout_desc layout;
@@ -44,10 +45,18 @@ static lmc_status op_lookup(const lmc_op_ctx *ctx, const lmc_request *q, msgpack
         st = lmc_regions_layout(ctx->regions, "lookup", key->model_name, key->world_size, &layout,
                                 err);
     if (st == LMC_OK)
-        st = lmc_engine_lookup(ctx->engine, key, &layout, err);
+        st = lmc_engine_lookup_begin(ctx->engine, key, &layout, job, err);
     if (st == LMC_OK)
         lmc_response_nil(out);
     return st;
+}
+
+static lmc_status op_lookup(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
+                            lmc_error *err)
+{
+    lmc_lookup_job *job;
+    lmc_status st = lookup_begin(ctx, q, out, &job, err);
+    return st != LMC_OK ? st : lmc_engine_lookup_finish(ctx->engine, job, err);
 }
 
 /* An int for a known request (0 for an unknown one), nil while its prefetch runs. */
@@ -241,6 +250,20 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
     if (row == NULL)
         return lmc_error_set(err, LMC_ERR_UNSUPPORTED, "unsupported operation");
     return row->handle(ctx, q, out, err);
+}
+
+lmc_status lmc_op_execute_early(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
+                                lmc_op_later **later, lmc_error *err)
+{
+    *later = NULL;
+    if (q->op != LMC_OP_LOOKUP)
+        return lmc_op_execute(ctx, q, out, err);
+    return lookup_begin(ctx, q, out, later, err);
+}
+
+lmc_status lmc_op_finish(const lmc_op_ctx *ctx, lmc_op_later *later, lmc_error *err)
+{
+    return later == NULL ? LMC_OK : lmc_engine_lookup_finish(ctx->engine, later, err);
 }
 
 void lmc_op_connection_closed(const lmc_op_ctx *ctx, uint64_t conn_id)

@@ -32,6 +32,26 @@ lmc_status lmc_op_execute(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_s
                           lmc_error *err);
 
 /*
+ * The same, but an operation whose response carries no result may leave
+ * the rest of its work for after the response is sent: a lookup answers
+ * nil once every check it can fail has passed, and its hashing and
+ * prefetch submission follow (a client is not kept waiting for work
+ * whose outcome it learns from query_prefetch_status anyway). On success
+ * *later is that work, or NULL. The caller sends out, then calls
+ * lmc_op_finish, and reads no other request in between, so every later
+ * request sees the lookup's session. q must live until then.
+ */
+typedef lmc_lookup_job lmc_op_later; /* a lookup's is the only work left for later */
+lmc_status lmc_op_execute_early(const lmc_op_ctx *ctx, const lmc_request *q, msgpack_sbuffer *out,
+                                lmc_op_later **later, lmc_error *err);
+/*
+ * Do what lmc_op_execute_early left (NULL: nothing), which frees it. It
+ * fails only for want of memory; the lookup then never started and its
+ * request reads as unknown.
+ */
+lmc_status lmc_op_finish(const lmc_op_ctx *ctx, lmc_op_later *later, lmc_error *err);
+
+/*
  * A client connection closed (conn_id as in lmc_request): what its
  * requests left that belongs to that connection goes here: its KV
  * regions and their registration slots (regions.h). Sessions are not

@@ -327,6 +327,23 @@ static bool conn_is_dropped(lmc_server *s, conn *c)
     return dropped;
 }
 
+/* Count a failed request, and log it unless too many have been logged lately. */
+static void note_failure(lmc_server *s, const lmc_request *q, const lmc_error *err,
+                         const char *when)
+{
+    LMC_COUNT(lmc_engine_counters(s->engine), errors, 1);
+    if (may_log_failure(s))
+        LMC_WARN(LOG_COMP, "request %lld (%s) failed%s: %s", (long long)q->uid,
+                 lmc_op_name(q->op) ? lmc_op_name(q->op) : "?", when, err->msg);
+}
+
+/*
+ * Decode, execute and answer one request. On the loop thread (push NULL)
+ * a lookup is answered before its hashing (ops.h: lmc_op_execute_early);
+ * that work is done here before the loop reads anything else. A worker's
+ * reply goes through the loop, which may read the client's next request
+ * before the worker is done, so a worker finishes first.
+ */
 static void run_job(lmc_server *s, void *push, job *j)
 {
     msgpack_sbuffer resp;
@@ -341,28 +358,28 @@ static void run_job(lmc_server *s, void *push, job *j)
         frames[i] = j->msg.data + j->msg.off[i];
         lens[i] = j->msg.len[i];
     }
+    lmc_op_later *later = NULL;
     lmc_status st = lmc_request_decode(frames, lens, n, &q, &err);
     q.conn_id = j->conn_id;
     q.peer_uid = j->peer_uid;
     if (st == LMC_OK)
-        st = lmc_op_execute(&s->ops, &q, &resp, &err);
+        st = push == NULL ? lmc_op_execute_early(&s->ops, &q, &resp, &later, &err)
+                          : lmc_op_execute(&s->ops, &q, &resp, &err);
     if (st == LMC_OK && q.op == LMC_OP_REGISTER_KV_CACHE && conn_is_dropped(s, j->c))
         /* Its connection closed while a worker registered (a large message): its regions
          * were released before this one existed, so release this one too. */
         lmc_op_connection_closed(&s->ops, j->conn_id);
-    lmc_counters *counts = lmc_engine_counters(s->engine);
-    LMC_COUNT(counts, requests, 1);
+    LMC_COUNT(lmc_engine_counters(s->engine), requests, 1);
     if (st != LMC_OK) {
         resp.size = 0;
         lmc_response_error(&resp, err.msg[0] ? err.msg : lmc_status_str(st));
-        LMC_COUNT(counts, errors, 1);
-        if (may_log_failure(s))
-            LMC_WARN(LOG_COMP, "request %lld (%s) failed: %s", (long long)q.uid,
-                     lmc_op_name(q.op) ? lmc_op_name(q.op) : "?", err.msg);
+        note_failure(s, &q, &err, "");
     }
-    lmc_request_free(&q);
     reply(s, push, j, resp.data, resp.size);
     msgpack_sbuffer_destroy(&resp);
+    if (lmc_op_finish(&s->ops, later, &err) != LMC_OK)
+        note_failure(s, &q, &err, " after its reply (its request reads as unknown)");
+    lmc_request_free(&q);
 }
 
 static void *worker_main(void *arg)

@@ -699,6 +699,65 @@ static void test_a_lookup_past_max_sessions_is_refused_until_one_ends(void **sta
     teardown((void **)&f);
 }
 
+/*
+ * The server answers a lookup between begin and finish (ops.h): begin
+ * holds the session's room, so a lookup begun but not finished counts
+ * against the limits; finish starts the session; cancel gives the room
+ * back without starting one.
+ */
+static void test_a_begun_lookup_holds_its_room_until_finished_or_cancelled(void **state)
+{
+    (void)state;
+    lmc_server_limits l;
+    lmc_server_limits_init(&l);
+    l.max_sessions = 1;
+    fixture *f = fixture_make("--l1-size-gb 0.01 --eviction-policy LRU", &l);
+    lmc_error err;
+    lmc_ipc_key a = f->key, b = f->key;
+    a.worker_id = b.worker_id = -1;
+    a.request_id = "a";
+    b.request_id = "b";
+    lmc_lookup_job *ja = NULL, *jb = NULL;
+    assert_int_equal(lmc_engine_lookup_begin(f->e, &a, &f->layout, &ja, &err), LMC_OK);
+    assert_non_null(ja);
+    size_t sessions, keys, hits = 7;
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 1);
+    assert_int_equal(keys, N_CHUNKS);
+    /* Not started yet: nothing to query, and no room for another. */
+    assert_int_equal(lmc_engine_query(f->e, "a", false, &hits), LMC_SESSION_UNKNOWN);
+    assert_int_equal(lmc_engine_lookup_begin(f->e, &b, &f->layout, &jb, &err), LMC_ERR_BUSY);
+    assert_null(jb);
+    assert_non_null(strstr(err.msg, "--max-sessions 1"));
+
+    lmc_engine_lookup_cancel(f->e, ja);
+    lmc_engine_lookup_cancel(f->e, NULL);
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 0);
+    assert_int_equal(keys, 0);
+    assert_int_equal(lmc_engine_query(f->e, "a", false, &hits), LMC_SESSION_UNKNOWN);
+
+    assert_int_equal(lmc_engine_lookup_begin(f->e, &b, &f->layout, &jb, &err), LMC_OK);
+    assert_int_equal(lmc_engine_lookup_finish(f->e, jb, &err), LMC_OK);
+    assert_int_equal(wait_hits(f->e, "b"), 0);
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 1);
+    assert_int_equal(keys, N_CHUNKS);
+    lmc_engine_end_session(f->e, "b");
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 0);
+    assert_int_equal(keys, 0);
+
+    /* begin's own checks: an end past the tokens is refused before any room is taken. */
+    lmc_ipc_key c = a;
+    c.end = (int64_t)c.n_tokens + CHUNK;
+    assert_int_equal(lmc_engine_lookup_begin(f->e, &c, &f->layout, &ja, &err), LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "is past the"));
+    lmc_engine_session_usage(f->e, &sessions, &keys);
+    assert_int_equal(sessions, 0);
+    teardown((void **)&f);
+}
+
 static void test_lookups_past_max_session_keys_are_refused(void **state)
 {
     (void)state;
@@ -817,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_sessions_past_the_read_ttl_release_nothing),
         cmocka_unit_test(test_free_lookup_locks_of_a_slow_prefetch_returns_at_once),
         cmocka_unit_test(test_a_lookup_past_max_sessions_is_refused_until_one_ends),
+        cmocka_unit_test(test_a_begun_lookup_holds_its_room_until_finished_or_cancelled),
         cmocka_unit_test(test_lookups_past_max_session_keys_are_refused),
         cmocka_unit_test(test_a_key_past_max_lookup_tokens_is_refused),
         cmocka_unit_test(test_new_salts_and_model_names_past_their_budget_are_refused),
