@@ -342,6 +342,49 @@ static void put_escaped(lmc_strbuf *b, const char *s)
     lmc_escape_append(b, s, strlen(s), 0);
 }
 
+/*
+ * The eviction policies swept, when they gave the same outcome digest at
+ * every other setting (at least one pair compared, every configuration
+ * done): a table whose policy rows all read alike looks like a flag that
+ * does nothing, so say why. NULL otherwise; the axis's values joined by
+ * ", " (malloc'd).
+ */
+static char *policies_that_tie(const lmc_sweep *s)
+{
+    const lmc_sweep_grid *g = s->grid;
+    size_t pa = g->n_axes;
+    for (size_t a = 0; a < g->n_axes; a++)
+        if (strcmp(g->axes[a].flag, "--eviction-policy") == 0 && g->axes[a].n > 1)
+            pa = a;
+    if (pa == g->n_axes)
+        return NULL;
+    size_t pairs = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        for (size_t j = i + 1; j < s->n; j++) {
+            bool same_rest = true;
+            for (size_t a = 0; a < g->n_axes && same_rest; a++)
+                same_rest = a == pa || lmc_sweep_grid_value_index(g, i, a) ==
+                                           lmc_sweep_grid_value_index(g, j, a);
+            if (!same_rest)
+                continue;
+            if (s->jobs[i].state != LMC_SWEEP_JOB_DONE || s->jobs[j].state != LMC_SWEEP_JOB_DONE)
+                return NULL;
+            lmc_sweep_figures fi, fj;
+            lmc_sweep_figures_of(s->jobs[i].result, &fi);
+            lmc_sweep_figures_of(s->jobs[j].result, &fj);
+            if (fi.digest[0] == '\0' || strcmp(fi.digest, fj.digest) != 0)
+                return NULL;
+            pairs++;
+        }
+    }
+    if (pairs == 0)
+        return NULL;
+    lmc_strbuf b = LMC_STRBUF_INIT;
+    for (size_t v = 0; v < g->axes[pa].n; v++)
+        lmc_strbuf_printf(&b, "%s%s", v > 0 ? ", " : "", g->axes[pa].values[v]);
+    return lmc_strbuf_finish(&b);
+}
+
 char *lmc_sweep_format_table(const lmc_sweep *s)
 {
     lmc_sweep_table t;
@@ -432,6 +475,25 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
                 }
             }
         }
+    }
+    char *tie = policies_that_tie(s);
+    if (tie != NULL) {
+        lmc_strbuf_puts(&b, "\nnote: every eviction policy swept (");
+        put_escaped(&b, tie);
+        lmc_strbuf_puts(&b, ") gave the same outcome\n      at every other setting. ");
+        lmc_strbuf_puts(
+            &b,
+            strcmp(s->mode, "engine") == 0
+                ? "In mode engine that is LMCache's request logic:\n"
+                  "      each session ends by touching every key it looked up, the ones it stored\n"
+                  "      included (end_session's touch_l1_keys), so every policy evicts in the\n"
+                  "      order LRU does. The L1 size and the eviction watermark and ratio are\n"
+                  "      what change the outcome here.\n"
+                : "In mode calls the policies see only the recorded\n"
+                  "      StorageManager calls, and they part only where keys are read or written\n"
+                  "      again after an eviction; this trace has too little of that to tell them\n"
+                  "      apart.\n");
+        free(tie);
     }
     lmc_strbuf_puts(&b, "\nhit rate: ");
     lmc_strbuf_puts(&b, strcmp(s->mode, "engine") == 0

@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/json.h"
 #include "replay/sweep.h"
+#include "replay/sweep_output.h"
 
 /* Parse argv (argv[0] is skipped) into g; the status of the first error, else LMC_OK. */
 static lmc_status parse(lmc_sweep_grid *g, int argc, char **argv, lmc_error *err)
@@ -219,6 +221,84 @@ static void test_words_that_are_not_ours_are_left(void **state)
     lmc_sweep_grid_free(&g);
 }
 
+/* A done job whose result has mode and outcome_digest only (the table shows NaN for the rest). */
+static void done_job(lmc_sweep_job *j, const char *mode, const char *digest)
+{
+    memset(j, 0, sizeof(*j));
+    j->state = LMC_SWEEP_JOB_DONE;
+    j->result = lmc_json_object();
+    assert_non_null(j->result);
+    assert_int_equal(lmc_json_object_set(j->result, "mode", lmc_json_string(mode)), LMC_OK);
+    assert_int_equal(lmc_json_object_set(j->result, "outcome_digest", lmc_json_string(digest)),
+                     LMC_OK);
+}
+
+/* The table of 2 sizes x 2 policies whose jobs have these digests (grid order). */
+static char *table_of(const char *mode, const char *const digest[4], bool last_failed)
+{
+    lmc_sweep_grid g;
+    lmc_error err;
+    assert_int_equal(PARSE(&g, &err, "--l1-size-gb", "0.1,0.2", "--eviction-policy", "LRU,S3FIFO"),
+                     LMC_OK);
+    lmc_sweep_job jobs[4];
+    for (size_t i = 0; i < 4; i++)
+        done_job(&jobs[i], mode, digest[i]);
+    if (last_failed) {
+        lmc_json_free(jobs[3].result);
+        jobs[3].result = NULL;
+        jobs[3].state = LMC_SWEEP_JOB_FAILED;
+        jobs[3].error = "exit status 1";
+        jobs[3].stderr_tail = "";
+    }
+    lmc_sweep s = {.trace_path = "t.lct",
+                   .grid = &g,
+                   .jobs = jobs,
+                   .n = 4,
+                   .mode = mode,
+                   .pace = "virtual",
+                   .time_scale = 1,
+                   .parallel = 2};
+    char *text = lmc_sweep_format_table(&s);
+    assert_non_null(text);
+    for (size_t i = 0; i < 4; i++)
+        lmc_json_free(jobs[i].result);
+    lmc_sweep_grid_free(&g);
+    return text;
+}
+
+/*
+ * Policies that read alike at every size get a note saying why (in mode
+ * engine: every key is touched at end_session); one difference, or a
+ * configuration that failed, and there is no note.
+ */
+static void test_policies_that_tie_at_every_size_are_explained(void **state)
+{
+    (void)state;
+    const char *tie[4] = {"aa", "aa", "bb", "bb"}; /* 0.1 x (LRU, S3FIFO), 0.2 x (...) */
+    char *t = table_of("engine", tie, false);
+    assert_non_null(
+        strstr(t, "note: every eviction policy swept (LRU, S3FIFO) gave the same outcome"));
+    assert_non_null(strstr(t, "end_session's touch_l1_keys"));
+    free(t);
+    t = table_of("calls", tie, false);
+    assert_non_null(strstr(t, "In mode calls the policies see only"));
+    free(t);
+
+    const char *apart[4] = {"aa", "aa", "bb", "cc"};
+    t = table_of("engine", apart, false);
+    assert_null(strstr(t, "note:"));
+    free(t);
+    t = table_of("engine", tie, true);
+    assert_null(strstr(t, "note:"));
+    assert_non_null(strstr(t, "Failed:"));
+    free(t);
+    /* Sizes that tie are no policy's business. */
+    const char *sizes[4] = {"aa", "bb", "aa", "bb"};
+    t = table_of("engine", sizes, false);
+    assert_null(strstr(t, "note:"));
+    free(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -230,6 +310,7 @@ int main(void)
         cmocka_unit_test(test_a_bad_value_fails_in_the_replay_parser),
         cmocka_unit_test(test_a_grid_over_the_limit_is_refused),
         cmocka_unit_test(test_words_that_are_not_ours_are_left),
+        cmocka_unit_test(test_policies_that_tie_at_every_size_are_explained),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
