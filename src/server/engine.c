@@ -267,8 +267,8 @@ lmc_status lmc_engine_lookup_begin(lmc_engine *e, const lmc_ipc_key *key,
                              "lookup: %zu chunks x world size %zu = %zu keys, more than the %llu "
                              "all sessions may hold (--max-session-keys)",
                              n_chunks, ws, n_keys, (unsigned long long)e->limits.max_session_keys);
-    if (key->end >
-        (int64_t)key->n_tokens) /* lmc_engine_check_key's rule, kept for direct callers */
+    /* lmc_engine_check_key's rule, kept for callers that did not check. */
+    if (key->end > (int64_t)key->n_tokens)
         return lmc_error_set(err, LMC_ERR_INVALID, "lookup: end %lld is past the %zu tokens",
                              (long long)key->end, key->n_tokens);
     lmc_status st = admit_names(e, "lookup", key, err);
@@ -303,12 +303,11 @@ lmc_status lmc_engine_lookup_finish(lmc_engine *e, lmc_lookup_job *job, lmc_erro
     x->n_chunks = n_chunks;
     lmc_status st = make_keys((const uint8_t(*)[32])job->hashes, 0, n_chunks, key->model_name,
                               key->world_size, -1, key->cache_salt, x->keys, err);
-    if (st == LMC_OK) {
-        st = start_session(e, x, &job->layout, err); /* takes x, reservation and all */
-    } else {
-        lmc_session_free(x);
-        lmc_sessions_unreserve(e->sessions, job->n_keys);
+    if (st != LMC_OK) {
+        lmc_engine_lookup_cancel(e, job);
+        return st;
     }
+    st = start_session(e, x, &job->layout, err); /* takes x, reservation and all */
     free(job);
     return st;
 }

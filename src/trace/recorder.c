@@ -194,7 +194,6 @@ static msgpack_sbuffer *batch_locked(lmc_trace_recorder *r)
     return &lmc_batch_pipe_current(r->pipe)->buf;
 }
 
-/* Everything encoded so far to the file, and wait until it is there. */
 /* Hand the current batch (if any) to the writer. */
 static void handoff_locked(lmc_trace_recorder *r)
 {
@@ -202,6 +201,7 @@ static void handoff_locked(lmc_trace_recorder *r)
     r->last_handoff_ms = lmc_mono_ms();
 }
 
+/* Everything encoded so far to the file, and wait until it is there. */
 static void flush_locked(lmc_trace_recorder *r)
 {
     handoff_locked(r);
