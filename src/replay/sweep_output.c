@@ -347,10 +347,12 @@ static void put_escaped(lmc_strbuf *b, const char *s)
  * every other setting (at least one pair compared, every configuration
  * done): a table whose policy rows all read alike looks like a flag that
  * does nothing, so say why. NULL otherwise; the axis's values joined by
- * ", " (malloc'd).
+ * ", " (malloc'd). *evicted: whether any of them evicted a key (if none
+ * did, the policy never had to choose).
  */
-static char *policies_that_tie(const lmc_sweep *s)
+static char *policies_that_tie(const lmc_sweep *s, bool *evicted)
 {
+    *evicted = false;
     const lmc_sweep_grid *g = s->grid;
     size_t pa = g->n_axes;
     for (size_t a = 0; a < g->n_axes; a++)
@@ -374,6 +376,7 @@ static char *policies_that_tie(const lmc_sweep *s)
             lmc_sweep_figures_of(s->jobs[j].result, &fj);
             if (fi.digest[0] == '\0' || strcmp(fi.digest, fj.digest) != 0)
                 return NULL;
+            *evicted = *evicted || fi.evicted_keys > 0 || fj.evicted_keys > 0;
             pairs++;
         }
     }
@@ -476,14 +479,19 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
             }
         }
     }
-    char *tie = policies_that_tie(s);
+    bool evicted = false;
+    char *tie = policies_that_tie(s, &evicted);
     if (tie != NULL) {
         lmc_strbuf_puts(&b, "\nnote: every eviction policy swept (");
         put_escaped(&b, tie);
         lmc_strbuf_puts(&b, ") gave the same outcome\n      at every other setting. ");
         lmc_strbuf_puts(
             &b,
-            strcmp(s->mode, "engine") == 0
+            !evicted
+                ? "No configuration evicted\n"
+                  "      a key (no eviction pass ran with L1 past its watermark), so the policy\n"
+                  "      never had to choose.\n"
+            : strcmp(s->mode, "engine") == 0
                 ? "In mode engine that is LMCache's request logic:\n"
                   "      each session ends by touching every key it looked up, the ones it stored\n"
                   "      included (end_session's touch_l1_keys), so every policy evicts in the\n"

@@ -221,8 +221,11 @@ static void test_words_that_are_not_ours_are_left(void **state)
     lmc_sweep_grid_free(&g);
 }
 
-/* A done job whose result has mode and outcome_digest only (the table shows NaN for the rest). */
-static void done_job(lmc_sweep_job *j, const char *mode, const char *digest)
+/*
+ * A done job whose result has mode, outcome_digest and the L1 keys evicted
+ * only (the table shows NaN for the rest).
+ */
+static void done_job(lmc_sweep_job *j, const char *mode, const char *digest, int64_t evicted)
 {
     memset(j, 0, sizeof(*j));
     j->state = LMC_SWEEP_JOB_DONE;
@@ -231,10 +234,15 @@ static void done_job(lmc_sweep_job *j, const char *mode, const char *digest)
     assert_int_equal(lmc_json_object_set(j->result, "mode", lmc_json_string(mode)), LMC_OK);
     assert_int_equal(lmc_json_object_set(j->result, "outcome_digest", lmc_json_string(digest)),
                      LMC_OK);
+    lmc_json *l1 = lmc_json_object(), *outcomes = lmc_json_object();
+    assert_int_equal(lmc_json_object_set(l1, "evicted_keys", lmc_json_int(evicted)), LMC_OK);
+    assert_int_equal(lmc_json_object_set(outcomes, "l1", l1), LMC_OK);
+    assert_int_equal(lmc_json_object_set(j->result, "outcomes", outcomes), LMC_OK);
 }
 
 /* The table of 2 sizes x 2 policies whose jobs have these digests (grid order). */
-static char *table_of(const char *mode, const char *const digest[4], bool last_failed)
+static char *table_of(const char *mode, const char *const digest[4], bool last_failed,
+                      int64_t evicted)
 {
     lmc_sweep_grid g;
     lmc_error err;
@@ -242,7 +250,7 @@ static char *table_of(const char *mode, const char *const digest[4], bool last_f
                      LMC_OK);
     lmc_sweep_job jobs[4];
     for (size_t i = 0; i < 4; i++)
-        done_job(&jobs[i], mode, digest[i]);
+        done_job(&jobs[i], mode, digest[i], evicted);
     if (last_failed) {
         lmc_json_free(jobs[3].result);
         jobs[3].result = NULL;
@@ -275,26 +283,31 @@ static void test_policies_that_tie_at_every_size_are_explained(void **state)
 {
     (void)state;
     const char *tie[4] = {"aa", "aa", "bb", "bb"}; /* 0.1 x (LRU, S3FIFO), 0.2 x (...) */
-    char *t = table_of("engine", tie, false);
+    char *t = table_of("engine", tie, false, 100);
     assert_non_null(
         strstr(t, "note: every eviction policy swept (LRU, S3FIFO) gave the same outcome"));
     assert_non_null(strstr(t, "end_session's touch_l1_keys"));
     free(t);
-    t = table_of("calls", tie, false);
+    t = table_of("calls", tie, false, 100);
     assert_non_null(strstr(t, "In mode calls the policies see only"));
     free(t);
 
     const char *apart[4] = {"aa", "aa", "bb", "cc"};
-    t = table_of("engine", apart, false);
+    t = table_of("engine", apart, false, 100);
     assert_null(strstr(t, "note:"));
     free(t);
-    t = table_of("engine", tie, true);
+    t = table_of("engine", tie, true, 100);
     assert_null(strstr(t, "note:"));
     assert_non_null(strstr(t, "Failed:"));
     free(t);
+    /* Nothing evicted anywhere: the policy never chose, and the note says that instead. */
+    t = table_of("engine", tie, false, 0);
+    assert_non_null(strstr(t, "a key (no eviction pass ran with L1 past its watermark)"));
+    assert_null(strstr(t, "touch_l1_keys"));
+    free(t);
     /* Sizes that tie are no policy's business. */
     const char *sizes[4] = {"aa", "bb", "aa", "bb"};
-    t = table_of("engine", sizes, false);
+    t = table_of("engine", sizes, false, 100);
     assert_null(strstr(t, "note:"));
     free(t);
 }
