@@ -6,7 +6,7 @@
  * Metrics (DESIGN.md section 5 targets in brackets):
  *   off_overhead_ns         LMC_TRACE(FINISH_WRITE) with the gate off, per call,
  *                           minus the same loop without it [<= 1 ns]
- *   on_caller_1key_ns       reserve_write capture of 1 key, gate on, p50
+ *   on_caller_1key_ns       reserve_write capture of 1 key, gate on, midmean
  *   on_caller_16keys_ns     the same with 16 keys [<= 150 ns]
  *   clock_gettime_ns        one clock_gettime(CLOCK_MONOTONIC), timed like the calls:
  *                           the stamp's cost where the bus cannot use the TSC
@@ -19,17 +19,24 @@
  *   drain_to_ceiling        drain / ceiling, per pair [>= 0.9]; DRAIN_PAIRS
  *                           pairs per trial, since one pair is short (~0.3 s)
  *                           and the ceiling alone moves 2x between pairs
+ *   drain_encoder_busy      the encoder's CPU time / the drain's elapsed time: near
+ *                           1, the encoder bounds the drain; well under 1, the
+ *                           writer does (it waits for the writer's write(2)s)
+ *   drain_writer_cpu_to_ceiling  the writer thread's CPU time / the bare loop's,
+ *                           for the same bytes in writes of the same size: what
+ *                           writing batches another core just encoded costs
+ *                           over writing a buffer hot in the writer's own cache
  *   drain_write_bytes_avg   file bytes / write batches of that drain [>= 64 KiB]
  *   drain_record_bytes_avg  file bytes / records (LMCache's layout)
  *   lttng_event_ns          one LTTng-UST tracepoint carrying the 16-key call's
- *                           bytes, in an active session, p50
+ *                           bytes, in an active session, midmean (see time_calls)
  *   lttng_event_1key_ns     the same with 1 key
  *   lttng_ratio_16keys      on_caller_16keys_ns / lttng_event_ns (lower: we are cheaper)
  *   lttng_event_disabled_ns instead of the three above, when no session could
  *                           be set up: the tracepoint's cost with nothing enabled
  *
  * Caller-side costs are timed one call at a time with the monotonic clock
- * (the median cost of a clock read is subtracted), paced GAP_NS apart
+ * (the midmean cost of a clock read is subtracted), paced GAP_NS apart
  * (100 k calls/s, the sustained rate of DESIGN.md) in bursts of BURST
  * calls with a pause after each, so the drain (ours: the bus thread and
  * the recorder; LTTng's: its consumer daemon) keeps up and the figure is
@@ -48,6 +55,14 @@
  *
  * Trace files go to /dev/shm when it is writable (tmpfs, like the target
  * says), else $TMPDIR or /tmp, and are removed.
+ *
+ * On a guest whose kernel hands freed memory back to its host (free page
+ * reporting, /sys/module/page_reporting), a page touched again after that
+ * faults on the host, inside whichever write(2) or copy touches it; drains
+ * and ceilings then slow down 2-10x at random. The drain trials free about
+ * 700 MB each (ring, trace file, the ceiling's file), so this happens. The
+ * group says on stderr how much the guest reported during its drain
+ * trials (docs/benchmarks.md, "A guest with a coarse clock that hands memory back").
  *
  * Threads: the calling thread, the event bus's drain thread, the
  * recorder's writer thread, and a child process for LTTng. Not reentrant
@@ -68,12 +83,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench.h"
 #include "core/clock.h"
+#include "core/samples.h"
 #include "lmcache/types.h"
 #include "lttng_tp.h"
 #include "obs/event_bus.h"
@@ -178,13 +195,28 @@ static void burst_pause(lmc_event_bus *bus)
 }
 
 /*
- * One trial: p50 of iters calls of fn(arg), each timed alone, minus the
- * p50 of as many timed calls of emit_nothing interleaved with them (one
- * before each), clamped at 0. The baseline is measured pairwise, call by
- * call, because what a clock read costs moves with the host (the other
- * hyperthread of the physical core, frequency): a baseline measured once
- * per run was off by up to 60 ns in some runs. ns has room for 2 * iters
- * values. One untimed burst first.
+ * A pause of 0-63 empty iterations (about 0-25 ns), different for each
+ * call: after spin_until, every call would start at the same distance from
+ * a clock tick, and where the clock ticks coarsely (this guest's TSC moves
+ * 26 cycles, 10 ns, at a time) the same rounding would land on every call.
+ */
+static void dither(size_t i)
+{
+    for (unsigned k = (unsigned)(i * 37u) % 64u; k > 0; k--)
+        __asm__ __volatile__("");
+}
+
+/*
+ * One trial: the midmean (mean of the middle half) of iters calls of
+ * fn(arg), each timed alone, minus the midmean of as many timed calls of
+ * emit_nothing interleaved with them (one before each), clamped at 0. The
+ * baseline is measured pairwise, call by call, because what a clock read
+ * costs moves with the host (the other hyperthread of the physical core,
+ * frequency): a baseline measured once per run was off by up to 60 ns in
+ * some runs. The midmean, not the p50: on a clock with 10 ns ticks, the p50
+ * of a 50 ns call is a whole number of ticks and moved by one tick (20 %)
+ * from run to run; the midmean, over dithered start times, does not round.
+ * ns has room for 2 * iters values. One untimed burst first.
  */
 static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, lmc_event_bus *bus)
 {
@@ -197,6 +229,7 @@ static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, lmc_ev
     burst_pause(bus);
     double *base = ns + iters;
     for (size_t i = 0; i < iters; i++) {
+        dither(i);
         uint64_t t0 = lmc_mono_ns();
         nothing(arg);
         uint64_t t1 = lmc_mono_ns();
@@ -209,8 +242,10 @@ static double time_calls(emit_fn fn, void *arg, size_t iters, double *ns, lmc_ev
         else
             spin_until(t2 + GAP_NS);
     }
-    double med = lmc_bench_median(ns, iters) - lmc_bench_median(base, iters);
-    return med > 0 ? med : 0;
+    lmc_sort_doubles(ns, iters);
+    lmc_sort_doubles(base, iters);
+    double mid = lmc_midmean(ns, iters) - lmc_midmean(base, iters);
+    return mid > 0 ? mid : 0;
 }
 
 /* Where trace files go: tmpfs when we can write there. */
@@ -331,16 +366,45 @@ static void tracing_end(tracing *t)
 typedef struct drain_result {
     double records_per_s;
     double ceiling_records_per_s;
+    double encoder_busy;      /* calling thread's CPU / elapsed, during the drain */
+    double writer_to_ceiling; /* writer CPU during the drain / the bare loop's CPU */
     double write_bytes_avg;
     double record_bytes_avg;
 } drain_result;
 
+/* CPU seconds of the calling thread, and of the whole process. */
+static double cpu_s(int who)
+{
+    struct rusage u;
+    if (getrusage(who, &u) != 0)
+        return 0;
+    return (double)u.ru_utime.tv_sec + (double)u.ru_utime.tv_usec / 1e6 +
+           (double)u.ru_stime.tv_sec + (double)u.ru_stime.tv_usec / 1e6;
+}
+
+/*
+ * KiB the guest has reported to its host as free since boot (free page
+ * reporting, where the kernel has it and shows the count), or -1.
+ */
+static double reported_kib(void)
+{
+    FILE *f = fopen("/sys/module/page_reporting/parameters/reported_kib", "re");
+    if (f == NULL)
+        return -1;
+    double kib = -1;
+    if (fscanf(f, "%lf", &kib) != 1)
+        kib = -1;
+    fclose(f);
+    return kib;
+}
+
 /*
  * The file system's own ceiling for a drain: the same bytes written by a
  * bare loop, in writes of the same size, to a fresh file beside the trace,
- * then fsync'd and closed as the recorder's close does. Seconds, or < 0.
+ * then fsync'd and closed as the recorder's close does. Seconds, or < 0;
+ * *cpu gets the loop's CPU seconds.
  */
-static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size)
+static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size, double *cpu)
 {
     char path[PATH_MAX + 8];
     snprintf(path, sizeof(path), "%s.bare", beside);
@@ -349,6 +413,7 @@ static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size
     double s = -1;
     if (buf != NULL && fd >= 0) {
         memset(buf, 0x5a, write_size); /* faulted in before the clock starts */
+        double cpu0 = cpu_s(RUSAGE_THREAD);
         uint64_t t0 = lmc_mono_ns();
         uint64_t left = bytes;
         while (left > 0) {
@@ -361,8 +426,10 @@ static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size
         bool good = left == 0 && fsync(fd) == 0;
         good = close(fd) == 0 && good;
         fd = -1;
-        if (good)
+        if (good) {
             s = (double)(lmc_mono_ns() - t0) / 1e9;
+            *cpu = cpu_s(RUSAGE_THREAD) - cpu0;
+        }
     }
     if (fd >= 0)
         close(fd);
@@ -374,7 +441,9 @@ static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size
 /*
  * Prefill an unstarted bus with n 16-key reserve_write captures, then time
  * lmc_event_bus_stop: the final drain through the recorder to the file,
- * and its close (flush, fsync).
+ * and its close (flush, fsync). The final drain runs on this thread, so
+ * this thread's CPU time is the encoder's, and the rest of the process's
+ * is the writer's (no other thread of ours runs meanwhile).
  */
 static int bench_drain(const call_args *calls, size_t n, drain_result *out)
 {
@@ -387,9 +456,11 @@ static int bench_drain(const call_args *calls, size_t n, drain_result *out)
                   .mode = LMC_WRITE_NEW);
     }
     uint64_t dropped = lmc_event_bus_dropped(t.bus);
+    double enc0 = cpu_s(RUSAGE_THREAD), all0 = cpu_s(RUSAGE_SELF);
     uint64_t t0 = lmc_mono_ns();
     lmc_event_bus_stop(t.bus);
     uint64_t elapsed = lmc_mono_ns() - t0;
+    double enc = cpu_s(RUSAGE_THREAD) - enc0, writer = cpu_s(RUSAGE_SELF) - all0 - enc;
     uint64_t records = lmc_trace_recorder_records(t.rec);
     uint64_t writes = lmc_trace_recorder_writes(t.rec);
     struct stat st;
@@ -403,10 +474,14 @@ static int bench_drain(const call_args *calls, size_t n, drain_result *out)
     out->records_per_s = (double)records / ((double)elapsed / 1e9);
     out->write_bytes_avg = (double)size / (double)writes;
     out->record_bytes_avg = (double)size / (double)records;
-    double bare = bare_write_s(t.path, (uint64_t)size, (size_t)out->write_bytes_avg);
+    double bare_cpu = 0;
+    double bare = bare_write_s(t.path, (uint64_t)size, (size_t)out->write_bytes_avg, &bare_cpu);
     if (bare <= 0)
         return -1;
     out->ceiling_records_per_s = (double)records / bare;
+    out->encoder_busy = enc / ((double)elapsed / 1e9);
+    /* getrusage counts in microseconds at best: a bare loop this short may read 0. */
+    out->writer_to_ceiling = bare_cpu > 0 ? writer / bare_cpu : 0;
     return 0;
 }
 
@@ -1045,11 +1120,19 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
 
     /* The drain and its ceiling, pairwise: one untimed round, then DRAIN_PAIRS per trial. */
     int ok = 0;
+    double kib0 = reported_kib();
     for (int r = -1; r < DRAIN_PAIRS * reps; r++) {
         drain_result x;
         if (bench_drain(calls, drain_n, &x) == 0 && r >= 0)
             d[ok++] = x;
     }
+    double kib1 = reported_kib();
+    if (kib0 >= 0 && kib1 > kib0)
+        fprintf(stderr,
+                "bench trace: during the drain trials this guest handed %.0f MiB of freed memory "
+                "back to its host (free page reporting): pages touched again fault on the host, "
+                "drain and ceiling figures spread widely (docs/benchmarks.md, trace group)\n",
+                (kib1 - kib0) / 1024);
     if (ok > 0) {
         double *dv = dfig, *c = dfig + ok;
         for (int r = 0; r < ok; r++) {
@@ -1059,6 +1142,12 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
         lmc_bench_report_trials(ctx, "drain_records_per_s", dv, (size_t)ok, "records/s");
         lmc_bench_report_trials(ctx, "drain_ceiling_records_per_s", c, (size_t)ok, "records/s");
         lmc_bench_report_ratio(ctx, "drain_to_ceiling", dv, c, (size_t)ok, "x");
+        for (int r = 0; r < ok; r++)
+            dv[r] = d[r].encoder_busy;
+        lmc_bench_report_trials(ctx, "drain_encoder_busy", dv, (size_t)ok, "x");
+        for (int r = 0; r < ok; r++)
+            dv[r] = d[r].writer_to_ceiling;
+        lmc_bench_report_trials(ctx, "drain_writer_cpu_to_ceiling", dv, (size_t)ok, "x");
         for (int r = 0; r < ok; r++)
             dv[r] = d[r].write_bytes_avg;
         lmc_bench_report_trials(ctx, "drain_write_bytes_avg", dv, (size_t)ok, "B");

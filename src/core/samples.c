@@ -65,3 +65,15 @@ double lmc_percentile(const double *sorted, size_t n, double p)
         rank = (double)n;
     return sorted[(size_t)rank - 1];
 }
+
+double lmc_midmean(const double *sorted, size_t n)
+{
+    if (n == 0)
+        return 0.0;
+    if (n < 4)
+        return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+    double sum = 0.0;
+    for (size_t i = n / 4; i < n - n / 4; i++)
+        sum += sorted[i];
+    return sum / (double)(n - 2 * (n / 4));
+}

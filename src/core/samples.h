@@ -8,6 +8,12 @@
  * p <= 0 gives the minimum, p >= 100 the maximum, no samples gives 0. So
  * p50 of 1..100 is 50 and p90 of 1..10 is 9.
  *
+ * The midmean is the mean of the middle half: sorted[n/4 .. n - n/4), so
+ * a quarter of the values (rounded down) is dropped at each end; fewer than
+ * 4 values give their median. The micro-benchmarks time single calls with
+ * it: as robust to outliers as the p50, but where the clock ticks coarsely
+ * it averages over the tick, while a p50 is always a whole number of ticks.
+ *
  * Owns: an lmc_samples owns its array. Threads: none; the caller locks.
  */
 #ifndef LMC_CORE_SAMPLES_H
@@ -39,5 +45,8 @@ void lmc_sort_doubles(double *v, size_t n);
 
 /* Nearest-rank percentile of n sorted values (see above). */
 double lmc_percentile(const double *sorted, size_t n, double p);
+
+/* Midmean of n sorted values (see above); 0 when there are none. */
+double lmc_midmean(const double *sorted, size_t n);
 
 #endif

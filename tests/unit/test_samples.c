@@ -1,5 +1,6 @@
 /*
- * test_samples.c -- the growable sample array and sorting (src/core/samples.h).
+ * test_samples.c -- the growable sample array, sorting and the midmean
+ * (src/core/samples.h).
  * The percentile definition itself is specified in test_replay_stats.c.
  */
 // clang-format off
@@ -55,12 +56,44 @@ static void test_sort_orders_ascending_and_percentiles_read_the_sorted_values(vo
     lmc_sort_doubles(NULL, 0); /* nothing to sort */
 }
 
+static void test_midmean_averages_the_middle_half_and_ignores_the_tails(void **state)
+{
+    (void)state;
+    /* 8 values: drops 2 at each end, averages 3, 4, 5, 6. */
+    double v[] = {1, 2, 3, 4, 5, 6, 1000, 1e9};
+    assert_true(lmc_midmean(v, 8) == 4.5);
+    /* 9 values: drops 2 at each end (n/4 rounds down), averages the middle 5. */
+    double w[] = {-1e9, 0, 10, 10, 20, 30, 30, 40, 1e9};
+    assert_true(lmc_midmean(w, 9) == 20.0);
+    /* Values a whole tick apart average to what lies between them, as a p50 cannot. */
+    double ticks[] = {30, 30, 30, 30, 40, 40, 40, 40};
+    assert_true(lmc_midmean(ticks, 8) == 35.0);
+    assert_true(lmc_percentile(ticks, 8, 50) == 30.0);
+}
+
+static void test_midmean_of_few_values_is_their_median(void **state)
+{
+    (void)state;
+    assert_true(lmc_midmean(NULL, 0) == 0.0);
+    double one[] = {7};
+    assert_true(lmc_midmean(one, 1) == 7.0);
+    double two[] = {2, 4};
+    assert_true(lmc_midmean(two, 2) == 3.0);
+    double three[] = {1, 5, 100};
+    assert_true(lmc_midmean(three, 3) == 5.0);
+    /* 4 values: drops one at each end. */
+    double four[] = {0, 2, 4, 1000};
+    assert_true(lmc_midmean(four, 4) == 3.0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_push_keeps_every_value_in_order_across_growth),
         cmocka_unit_test(test_copy_of_no_samples_is_null),
         cmocka_unit_test(test_sort_orders_ascending_and_percentiles_read_the_sorted_values),
+        cmocka_unit_test(test_midmean_averages_the_middle_half_and_ignores_the_tails),
+        cmocka_unit_test(test_midmean_of_few_values_is_their_median),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
