@@ -104,10 +104,8 @@ void lmc_bench_note(const lmc_bench_ctx *ctx, const char *metric, const char *wh
 
 double lmc_bench_median(double *v, size_t n)
 {
-    if (n == 0)
-        return 0.0;
     lmc_sort_doubles(v, n);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    return lmc_median(v, n);
 }
 
 int lmc_bench_micro_main(int argc, char **argv)

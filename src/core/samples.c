@@ -66,12 +66,17 @@ double lmc_percentile(const double *sorted, size_t n, double p)
     return sorted[(size_t)rank - 1];
 }
 
-double lmc_midmean(const double *sorted, size_t n)
+double lmc_median(const double *sorted, size_t n)
 {
     if (n == 0)
         return 0.0;
+    return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+}
+
+double lmc_midmean(const double *sorted, size_t n)
+{
     if (n < 4)
-        return n % 2 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+        return lmc_median(sorted, n);
     double sum = 0.0;
     for (size_t i = n / 4; i < n - n / 4; i++)
         sum += sorted[i];

@@ -46,6 +46,10 @@ void lmc_sort_doubles(double *v, size_t n);
 /* Nearest-rank percentile of n sorted values (see above). */
 double lmc_percentile(const double *sorted, size_t n, double p);
 
+/* Median of n sorted values (the mean of the middle two when n is even); 0
+ * when there are none. */
+double lmc_median(const double *sorted, size_t n);
+
 /* Midmean of n sorted values (see above); 0 when there are none. */
 double lmc_midmean(const double *sorted, size_t n);
 

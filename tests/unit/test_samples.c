@@ -56,6 +56,16 @@ static void test_sort_orders_ascending_and_percentiles_read_the_sorted_values(vo
     lmc_sort_doubles(NULL, 0); /* nothing to sort */
 }
 
+static void test_median_is_the_middle_value_or_the_mean_of_the_middle_two(void **state)
+{
+    (void)state;
+    assert_true(lmc_median(NULL, 0) == 0.0);
+    double odd[] = {1, 2, 9};
+    assert_true(lmc_median(odd, 3) == 2.0);
+    double even[] = {1, 2, 4, 9};
+    assert_true(lmc_median(even, 4) == 3.0);
+}
+
 static void test_midmean_averages_the_middle_half_and_ignores_the_tails(void **state)
 {
     (void)state;
@@ -92,6 +102,7 @@ int main(void)
         cmocka_unit_test(test_push_keeps_every_value_in_order_across_growth),
         cmocka_unit_test(test_copy_of_no_samples_is_null),
         cmocka_unit_test(test_sort_orders_ascending_and_percentiles_read_the_sorted_values),
+        cmocka_unit_test(test_median_is_the_middle_value_or_the_mean_of_the_middle_two),
         cmocka_unit_test(test_midmean_averages_the_middle_half_and_ignores_the_tails),
         cmocka_unit_test(test_midmean_of_few_values_is_their_median),
     };
