@@ -11,6 +11,12 @@
  *   clock_gettime_ns        one clock_gettime(CLOCK_MONOTONIC), timed like the calls:
  *                           the stamp's cost where the bus cannot use the TSC
  *   tsc_read_ns             one TSC read, the same way: the stamp's cost where it can
+ *   copy_16keys_ns          a plain memcpy of as many bytes as the 16-key capture
+ *                           writes, into a buffer that stays in L1, timed the same
+ *                           way in the same trial: the control. Where it moves
+ *                           between trials, the core's store speed moved, not the
+ *                           capture (docs/benchmarks.md, "What moves the 16-key
+ *                           figure")
  *   drain_records_per_s     16-key records decoded, encoded and written by the
  *                           final drain of a prefilled bus [>= 1 M/s]
  *   drain_ceiling_records_per_s  the same bytes written by a bare loop in writes
@@ -157,6 +163,26 @@ static void emit_ours(void *arg)
 }
 
 typedef void (*emit_fn)(void *arg);
+
+/* The control copy's buffers (see copy_16keys_ns): both stay in L1. */
+#define COPY_SRC_BYTES 4096
+#define COPY_DST_BYTES 16384
+typedef struct copy_args {
+    _Alignas(64) unsigned char src[COPY_SRC_BYTES];
+    _Alignas(64) unsigned char dst[COPY_DST_BYTES + COPY_SRC_BYTES];
+    size_t len; /* <= COPY_SRC_BYTES */
+    size_t at;  /* where the next copy lands: it moves on, as ring slots do */
+} copy_args;
+
+static void emit_copy(void *arg)
+{
+    copy_args *c = arg;
+    memcpy(c->dst + c->at, c->src, c->len);
+    __asm__ __volatile__("" : : "r"(c->dst) : "memory");
+    c->at += (c->len + 63) & ~(size_t)63;
+    if (c->at >= COPY_DST_BYTES)
+        c->at = 0;
+}
 
 /* The two clocks a capture may stamp with, alone (the floor under the figures above). */
 static void emit_clock_gettime(void *arg)
@@ -1059,18 +1085,26 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     double *v1 = calloc((size_t)reps, sizeof(double));
     double *vclk = calloc((size_t)reps, sizeof(double));
     double *vtsc = calloc((size_t)reps, sizeof(double));
+    double *vcopy = calloc((size_t)reps, sizeof(double));
+    copy_args *cp = aligned_alloc(64, sizeof(copy_args));
     double *ns = malloc(2 * iters * sizeof(double));
     call_args *calls = malloc(CALL_VARIANTS * sizeof(call_args));
     call_args *c1 = malloc(sizeof(call_args));
     drain_result *d = calloc((size_t)(DRAIN_PAIRS * reps), sizeof(*d));
     double *dfig = calloc((size_t)(2 * DRAIN_PAIRS * reps), sizeof(double));
     int rc = 1;
-    if (v == NULL || v1 == NULL || vclk == NULL || vtsc == NULL || ns == NULL || calls == NULL ||
-        c1 == NULL || d == NULL || dfig == NULL)
+    if (v == NULL || v1 == NULL || vclk == NULL || vtsc == NULL || vcopy == NULL || cp == NULL ||
+        ns == NULL || calls == NULL || c1 == NULL || d == NULL || dfig == NULL)
         goto out;
     for (size_t i = 0; i < CALL_VARIANTS; i++)
         make_call(&calls[i], NKEYS, i + 1);
     make_call(c1, 1, 1000);
+    memset(cp, 0x5a, sizeof(*cp));
+    cp->at = 0;
+    cp->len = lmc_trace_capture_bytes(&(const lmc_trace_capture_args){
+        .keys = calls[0].keys, .n_keys = calls[0].n, .layout = &calls[0].layout});
+    if (cp->len > COPY_SRC_BYTES)
+        cp->len = COPY_SRC_BYTES;
 
     for (int r = 0; r < reps; r++)
         v[r] = bench_off_overhead(&calls[0], loop_n, r);
@@ -1095,6 +1129,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
 #endif
             double one = time_calls(emit_ours, c1, iters, ns, t.bus);
             double sixteen = time_calls(emit_ours, &calls[0], iters, ns, t.bus);
+            double copy = time_calls(emit_copy, cp, iters, ns, NULL);
             double clk = time_calls(emit_clock_gettime, NULL, iters, ns, NULL);
             double tsc = time_calls(emit_tsc_read, NULL, iters, ns, NULL);
 #ifdef LMC_HAVE_LTTNG
@@ -1106,6 +1141,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
                 v[r] = sixteen;
                 vclk[r] = clk;
                 vtsc[r] = tsc;
+                vcopy[r] = copy;
                 n += 1;
             }
         }
@@ -1118,6 +1154,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
         lmc_bench_report_trials(ctx, "on_caller_16keys_ns", v, n, "ns");
         lmc_bench_report_trials(ctx, "clock_gettime_ns", vclk, n, "ns");
         lmc_bench_report_trials(ctx, "tsc_read_ns", vtsc, n, "ns");
+        lmc_bench_report_trials(ctx, "copy_16keys_ns", vcopy, n, "ns");
         if (dropped > 0)
             fprintf(stderr, "bench trace: %llu captures dropped while timing the caller\n",
                     (unsigned long long)dropped);
@@ -1171,6 +1208,8 @@ out:
     free(v1);
     free(vclk);
     free(vtsc);
+    free(vcopy);
+    free(cp);
     free(ns);
     free(calls);
     free(c1);

@@ -76,6 +76,31 @@ static inline size_t put_head(uint8_t *dst, const wire_hdr *h, const lmc_layout_
     return at;
 }
 
+/* The payload's pieces for a: tensors copied, id length, head (unpadded), total. */
+typedef struct wire_size {
+    uint32_t lc;
+    size_t ext_len;
+    size_t head;
+    size_t len;
+} wire_size;
+
+static inline wire_size size_of(const lmc_trace_capture_args *a)
+{
+    wire_size z;
+    z.lc = a->layout ? a->layout->count : 0;
+    if (z.lc > LMC_LAYOUT_MAX_TENSORS)
+        z.lc = LMC_LAYOUT_MAX_TENSORS;
+    z.ext_len = a->external_request_id ? strlen(a->external_request_id) : 0;
+    z.head = sizeof(wire_hdr) + z.lc * (sizeof(lmc_shape) + sizeof(int32_t)) + z.ext_len;
+    z.len = pad8(z.head) + a->n_keys * sizeof(lmc_object_key);
+    return z;
+}
+
+size_t lmc_trace_capture_bytes(const lmc_trace_capture_args *a)
+{
+    return size_of(a).len;
+}
+
 void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
 {
     lmc_event_bus *bus = atomic_load_explicit(&g_bus, memory_order_acquire);
@@ -84,13 +109,12 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
     const lmc_layout_desc *layout = a->layout;
     const char *ext = a->external_request_id;
     size_t n = a->n_keys;
-    uint32_t lc = layout ? layout->count : 0;
-    if (lc > LMC_LAYOUT_MAX_TENSORS)
-        lc = LMC_LAYOUT_MAX_TENSORS;
-    size_t ext_len = ext ? strlen(ext) : 0;
-    size_t head = sizeof(wire_hdr) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + ext_len;
+    wire_size z = size_of(a);
+    uint32_t lc = z.lc;
+    size_t ext_len = z.ext_len;
+    size_t head = z.head;
     size_t pad = pad8(head) - head;
-    size_t len = pad8(head) + n * sizeof(lmc_object_key);
+    size_t len = z.len;
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
                   .mode = a->mode,

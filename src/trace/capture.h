@@ -78,6 +78,13 @@ typedef struct lmc_trace_capture_args {
     int32_t policy;                  /* an lmc_trim_policy */
 } lmc_trace_capture_args;
 
+/*
+ * The bytes a capture of args puts in the event's payload (the ring takes
+ * 16 more, rounded up to 64): what a capture copies, for the capture
+ * benchmark's control copy of the same size.
+ */
+size_t lmc_trace_capture_bytes(const lmc_trace_capture_args *args);
+
 /* The capture behind LMC_TRACE (call it only when the gate is on). */
 void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *args);
 

@@ -314,6 +314,55 @@ static void test_captures_across_the_ring_end_record_their_arguments(void **stat
     lmc_trace_reader_close(rd);
 }
 
+/* Payload lengths of the TRACE_CALL events delivered (see the next test). */
+typedef struct seen_lens {
+    size_t len[8];
+    size_t n;
+} seen_lens;
+
+static void note_len(const lmc_event *ev, void *ud)
+{
+    seen_lens *s = ud;
+    if (s->n < 8)
+        s->len[s->n++] = ev->len;
+}
+
+static void test_capture_bytes_is_the_length_of_the_event_a_capture_publishes(void **state)
+{
+    fixture *f = *state;
+    seen_lens seen = {0};
+    assert_int_equal(lmc_event_bus_subscribe(f->bus, LMC_EVENT_TRACE_CALL, note_len, &seen),
+                     LMC_OK);
+    lmc_trace_capture_set_bus(f->bus);
+    lmc_object_key k[16];
+    sm_test_keys(k, 16, 400);
+    lmc_layout_desc one = sm_test_layout(4096);
+    const lmc_shape shapes[2] = {{.ndim = 2, .dims = {2, 8}}, {.ndim = 1, .dims = {16}}};
+    const lmc_dtype dtypes[2] = {LMC_DTYPE_BFLOAT16, LMC_DTYPE_FLOAT32};
+    lmc_layout_desc two;
+    assert_int_equal(lmc_layout_desc_make(&two, shapes, 2, dtypes, 2, NULL), LMC_OK);
+    /* Keys only, none, a layout, two tensors, an id of each padding. */
+    const lmc_trace_capture_args cases[] = {
+        {.keys = k, .n_keys = 16},
+        {.n_keys = 0},
+        {.keys = k, .n_keys = 1, .layout = &one, .mode = 1},
+        {.keys = k, .n_keys = 3, .layout = &two},
+        {.keys = k, .n_keys = 2, .external_request_id = "r"},
+        {.keys = k, .n_keys = 2, .external_request_id = "req-0008"},
+        {.keys = k, .n_keys = 16, .layout = &one, .external_request_id = "a-longer-request-id"},
+    };
+    size_t n = sizeof(cases) / sizeof(cases[0]);
+    for (size_t i = 0; i < n; i++)
+        lmc_trace_capture(LMC_TRACE_OP_SUBMIT_PREFETCH, &cases[i]);
+    lmc_event_bus_stop(f->bus); /* the final drain delivers them all */
+    assert_int_equal(seen.n, n);
+    for (size_t i = 0; i < n; i++)
+        assert_int_equal(seen.len[i], lmc_trace_capture_bytes(&cases[i]));
+    /* 16 keys: the keys, behind a header that is a multiple of 8 bytes. */
+    assert_true(seen.len[0] > 16 * sizeof(lmc_object_key));
+    assert_int_equal((seen.len[0] - 16 * sizeof(lmc_object_key)) % 8, 0);
+}
+
 static void test_a_failing_call_is_still_recorded_on_entry(void **state)
 {
     fixture *f = *state;
@@ -788,6 +837,8 @@ int main(void)
             test_storage_manager_calls_are_recorded_with_their_arguments, setup, teardown),
         cmocka_unit_test_setup_teardown(test_captures_across_the_ring_end_record_their_arguments,
                                         setup, teardown),
+        cmocka_unit_test_setup_teardown(
+            test_capture_bytes_is_the_length_of_the_event_a_capture_publishes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_failing_call_is_still_recorded_on_entry, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_truncated_tail_reads_the_complete_records, setup,
