@@ -645,28 +645,7 @@ static void note(lmc_strbuf *b, const char *fmt, ...)
     va_end(ap);
     if (text == NULL)
         return;
-    lmc_strbuf_puts(b, "note: ");
-    size_t col = strlen("note: ");
-    bool first = true;
-    for (const char *p = text; *p != '\0';) {
-        while (*p == ' ')
-            p++;
-        size_t word = strcspn(p, " ");
-        if (word == 0)
-            break;
-        if (!first && col + 1 + word > NOTE_WIDTH) {
-            lmc_strbuf_puts(b, "\n" NOTE_INDENT);
-            col = strlen(NOTE_INDENT);
-        } else if (!first) {
-            lmc_strbuf_puts(b, " ");
-            col++;
-        }
-        lmc_strbuf_append(b, p, word);
-        col += word;
-        p += word;
-        first = false;
-    }
-    lmc_strbuf_puts(b, "\n");
+    lmc_strbuf_wrap(b, "note: ", NOTE_INDENT, NOTE_WIDTH, text);
     free(text);
 }
 
