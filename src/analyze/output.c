@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "core/escape.h"
+#include "core/file.h"
 #include "core/json.h"
 #include "core/strbuf.h"
 
@@ -580,17 +581,7 @@ static lmc_status write_text(const char *dir, const char *name, const char *text
 {
     char path[4096];
     snprintf(path, sizeof(path), "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    if (f == NULL)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    size_t n = strlen(text);
-    bool ok = fwrite(text, 1, n, f) == n;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    return ok ? LMC_OK : lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(e));
+    return lmc_file_write_all(NULL, path, text, err);
 }
 
 static void csv_reuse(lmc_strbuf *b, const char *unit, const uint64_t *h)

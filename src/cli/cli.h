@@ -93,8 +93,8 @@ lmc_cli_replay_choices lmc_cli_replay_choices_get(void);
 char *lmc_cli_command_line(int argc, char **argv);
 
 /*
- * Write text to path (lmc_report_save: a temporary file and a rename): 0,
- * or 1 with "lmcache trace CMD: FLAG: <why>" printed.
+ * Write text to path (lmc_file_write_all: a file beside it, then a rename):
+ * 0, or 1 with "lmcache trace CMD: FLAG 'PATH' <why>" printed.
  */
 int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text);
 

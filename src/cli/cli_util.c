@@ -5,10 +5,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/file.h"
 #include "core/flags.h"
 #include "core/names.h"
 #include "core/strbuf.h"
-#include "report/html.h"
 
 bool lmc_cli_is_help(const char *arg)
 {
@@ -121,8 +121,8 @@ bool lmc_cli_parse_trace_args(const char *cmd, int argc, char **argv, lmc_cli_fl
 int lmc_cli_save(const char *cmd, const char *path, const char *flag, const char *text)
 {
     lmc_error err;
-    if (lmc_report_save(path, text, &err) != LMC_OK) {
-        fprintf(stderr, "lmcache trace %s: %s: %s\n", cmd, flag, err.msg);
+    if (lmc_file_write_all(flag, path, text, &err) != LMC_OK) {
+        fprintf(stderr, "lmcache trace %s: %s\n", cmd, err.msg);
         return 1;
     }
     return 0;

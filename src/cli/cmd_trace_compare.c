@@ -163,11 +163,11 @@ static int find_divergence(const compare_args *a, const lmc_compare *c, lmc_dive
         jn = lmc_cmp_side_string(c->new_, "outputs.jsonl");
         if (jb == NULL || jn == NULL) {
             snprintf(buf, sizeof(buf),
-                     "%s carries no per-record outcomes: replay with --jsonl-out PATH (or give "
-                     "--jsonl BASE NEW) to find it",
-                     jb == NULL && jn == NULL ? "neither result"
-                     : jb == NULL             ? "the base result"
-                                              : "the new result");
+                     "%s per-record outcomes: replay with --jsonl-out PATH (or give --jsonl "
+                     "BASE NEW) to find it",
+                     jb == NULL && jn == NULL ? "neither result carries"
+                     : jb == NULL             ? "the base result carries no"
+                                              : "the new result carries no");
             *note = strdup(buf);
             return 0;
         }

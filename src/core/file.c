@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -53,6 +55,210 @@ lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, i
     }
     *fd_out = fd;
     return LMC_OK;
+}
+
+/*
+ * The outputs' messages: "cannot write --csv 'x': why" ("cannot write 'x':
+ * why" when what is NULL or ""), as the offline tools have always said.
+ */
+static lmc_status write_error(lmc_error *err, lmc_status code, const char *what, const char *path,
+                              const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static lmc_status write_error(lmc_error *err, lmc_status code, const char *what, const char *path,
+                              const char *fmt, ...)
+{
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof(why), fmt, ap);
+    va_end(ap);
+    bool named = what != NULL && what[0] != '\0';
+    return lmc_error_set(err, code, "cannot write %s%s'%s': %s", named ? what : "",
+                         named ? " " : "", path, why);
+}
+
+/*
+ * What path is now, by the rule of the outputs: absent, a regular file of
+ * ours, or (when the file is to replace it) a symlink: *beside, write a
+ * file beside it; a device or FIFO: !*beside, write it in place; else an
+ * error. A rename replaces a link itself and never follows it, so a link
+ * is refused only where the file would be opened in place.
+ */
+static lmc_status out_target(const char *what, const char *path, bool replaces, bool *beside,
+                             lmc_error *err)
+{
+    *beside = true;
+    struct stat st;
+    if (lstat(path, &st) != 0) {
+        if (errno == ENOENT)
+            return LMC_OK;
+        return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
+    }
+    if (S_ISLNK(st.st_mode)) {
+        if (replaces)
+            return LMC_OK;
+        return write_error(err, LMC_ERR_INVALID, what, path,
+                           "it is a symbolic link: refusing to write through it");
+    }
+    if (S_ISDIR(st.st_mode))
+        return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(EISDIR));
+    if (!S_ISREG(st.st_mode)) {
+        *beside = false; /* a device or a FIFO: written in place, never replaced by a file */
+        return LMC_OK;
+    }
+    if (st.st_uid != geteuid())
+        return write_error(err, LMC_ERR_INVALID, what, path,
+                           "it belongs to uid %u: refusing to overwrite another user's file",
+                           (unsigned)st.st_uid);
+    return LMC_OK;
+}
+
+lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_error *err)
+{
+    *out = NULL;
+    bool beside;
+    lmc_status st = out_target(what, path, false, &beside, err);
+    if (st != LMC_OK)
+        return st;
+    /* O_NOFOLLOW: a link planted since the check is refused, not followed. */
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return write_error(err, errno == ELOOP ? LMC_ERR_INVALID : LMC_ERR_IO, what, path, "%s",
+                           errno == ELOOP ? "it is a symbolic link: refusing to write through it"
+                                          : strerror(errno));
+    struct stat fs;
+    if (beside && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && (fs.st_mode & 07777) != 0600)
+        (void)fchmod(fd, 0600); /* an existing file of ours keeps its data private too */
+    FILE *f = fdopen(fd, "w");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        return write_error(err, LMC_ERR_NOMEM, what, path, "%s", strerror(e));
+    }
+    *out = f;
+    return LMC_OK;
+}
+
+lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path, lmc_error *err)
+{
+    o->what = what;
+    o->path = path;
+    o->tmp[0] = '\0';
+    o->fd = -1;
+    bool beside;
+    lmc_status st = out_target(what, path, true, &beside, err);
+    if (st != LMC_OK)
+        return st;
+    if (!beside) {
+        o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (o->fd < 0)
+            return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
+        return LMC_OK;
+    }
+    if (snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", path) >= (int)sizeof(o->tmp)) {
+        o->tmp[0] = '\0';
+        return write_error(err, LMC_ERR_INVALID, what, path, "the path is too long");
+    }
+    /* O_EXCL: a name planted beside path (a link, a file) is an error, never followed. */
+    o->fd = mkostemp(o->tmp, O_CLOEXEC);
+    if (o->fd < 0) {
+        int e = errno;
+        o->tmp[0] = '\0'; /* nothing of ours to remove */
+        return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(e));
+    }
+    return LMC_OK;
+}
+
+lmc_status lmc_file_out_check(const char *what, const char *path, lmc_error *err)
+{
+    bool beside;
+    lmc_status st = out_target(what, path, true, &beside, err);
+    if (st != LMC_OK || !beside)
+        return st; /* a device or FIFO is not opened: a FIFO would wait for its reader */
+    lmc_file_out o;
+    st = lmc_file_out_open(&o, what, path, err);
+    lmc_file_out_abort(&o);
+    return st;
+}
+
+lmc_status lmc_file_out_write(lmc_file_out *o, const void *data, size_t n, lmc_error *err)
+{
+    const char *p = data;
+    while (n > 0) {
+        ssize_t w = write(o->fd, p, n);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            int e = w < 0 ? errno : ENOSPC;
+            return write_error(err, LMC_ERR_IO, o->what, o->path, "%s", strerror(e));
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+    return LMC_OK;
+}
+
+void lmc_file_out_abort(lmc_file_out *o)
+{
+    if (o->fd >= 0)
+        close(o->fd);
+    o->fd = -1;
+    if (o->tmp[0] != '\0')
+        unlink(o->tmp);
+    o->tmp[0] = '\0';
+}
+
+/* Sync the directory that holds path, so that a rename into it lasts (best effort). */
+static void sync_dir_of(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = '\0';
+    else
+        *slash = '\0';
+    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {
+        (void)fsync(dfd); /* the file itself is synced already */
+        close(dfd);
+    }
+}
+
+lmc_status lmc_file_out_commit(lmc_file_out *o, lmc_error *err)
+{
+    lmc_status st = LMC_OK;
+    bool replace = o->tmp[0] != '\0';
+    if (replace && fsync(o->fd) != 0)
+        st = write_error(err, LMC_ERR_IO, o->what, o->path, "cannot sync: %s", strerror(errno));
+    int fd = o->fd;
+    o->fd = -1;
+    if (close(fd) != 0 && st == LMC_OK)
+        st = write_error(err, LMC_ERR_IO, o->what, o->path, "cannot close: %s", strerror(errno));
+    if (st == LMC_OK && replace && rename(o->tmp, o->path) != 0)
+        st = write_error(err, LMC_ERR_IO, o->what, o->path, "cannot rename '%s' over it: %s",
+                         o->tmp, strerror(errno));
+    if (st != LMC_OK) {
+        lmc_file_out_abort(o);
+        return st;
+    }
+    o->tmp[0] = '\0'; /* committed: nothing to remove */
+    if (replace)
+        sync_dir_of(o->path);
+    return LMC_OK;
+}
+
+lmc_status lmc_file_write_all(const char *what, const char *path, const char *text, lmc_error *err)
+{
+    lmc_file_out o;
+    lmc_status st = lmc_file_out_open(&o, what, path, err);
+    if (st == LMC_OK)
+        st = lmc_file_out_write(&o, text, strlen(text), err);
+    if (st == LMC_OK)
+        return lmc_file_out_commit(&o, err);
+    lmc_file_out_abort(&o);
+    return st;
 }
 
 uint32_t lmc_file_nonce(void)

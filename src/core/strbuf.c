@@ -41,6 +41,34 @@ void lmc_strbuf_repeat(lmc_strbuf *b, char c, size_t n)
         lmc_strbuf_append(b, &c, 1);
 }
 
+void lmc_strbuf_wrap(lmc_strbuf *b, const char *prefix, const char *indent, size_t width,
+                     const char *text)
+{
+    lmc_strbuf_puts(b, prefix);
+    size_t col = strlen(prefix);
+    bool first = true;
+    for (const char *p = text; *p != '\0';) {
+        while (*p == ' ')
+            p++;
+        size_t word = strcspn(p, " ");
+        if (word == 0)
+            break;
+        if (!first && col + 1 + word > width) {
+            lmc_strbuf_puts(b, "\n");
+            lmc_strbuf_puts(b, indent);
+            col = strlen(indent);
+        } else if (!first) {
+            lmc_strbuf_puts(b, " ");
+            col++;
+        }
+        lmc_strbuf_append(b, p, word);
+        col += word;
+        p += word;
+        first = false;
+    }
+    lmc_strbuf_puts(b, "\n");
+}
+
 void lmc_strbuf_printf(lmc_strbuf *b, const char *fmt, ...)
 {
     char tmp[512];

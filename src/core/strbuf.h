@@ -33,6 +33,15 @@ void lmc_strbuf_repeat(lmc_strbuf *b, char c, size_t n);
 void lmc_strbuf_printf(lmc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /*
+ * prefix, then text's words (runs of spaces between them become one) wrapped
+ * so that no line is wider than width columns unless one word is, each
+ * continuation line starting with indent; then "\n". For notes under a
+ * table ("note: ...", indented under the text).
+ */
+void lmc_strbuf_wrap(lmc_strbuf *b, const char *prefix, const char *indent, size_t width,
+                     const char *text);
+
+/*
  * The string (the caller frees it; "" when nothing was appended), or NULL
  * when memory ran out (the buffer is freed either way).
  */

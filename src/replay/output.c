@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/json.h"
 #include "core/json_diff.h"
 #include "core/log.h"
@@ -56,23 +57,10 @@ static lmc_status write_error(const lmc_replay_output *o, int errnum, lmc_error 
                          o->flag ? " " : "", o->path, strerror(errnum));
 }
 
-/*
- * 0 when path can be written now, else the errno. Leaves no trace: an
- * existing file is opened without truncating it, a new one is created and
- * removed again (the final write creates it for good).
- */
-static int check_writable(const char *path)
+/* How messages name the file: its flag ("--csv"), or nothing for a default file. */
+static const char *what(const lmc_replay_output *o)
 {
-    int fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC);
-    if (fd < 0 && errno == ENOENT) {
-        fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0)
-            unlink(path);
-    }
-    if (fd < 0)
-        return errno;
-    close(fd);
-    return 0;
+    return o->flag;
 }
 
 void lmc_replay_output_destroy(lmc_replay_output *o)
@@ -101,18 +89,15 @@ lmc_status lmc_replay_output_open(const lmc_replay_output_format *f, const char 
         st = lmc_error_set(err, LMC_ERR_NOMEM, "replay output: out of memory");
         goto fail;
     }
+    /* A file for records is written as they come; one written at the end is
+     * checked now, so that a bad path fails before the replay, not after it. */
     if (f->record != NULL) {
-        o->file = path ? fopen(path, "w") : stdout;
-        if (o->file == NULL) {
-            st = write_error(o, errno, err);
+        if (path == NULL)
+            o->file = stdout;
+        else if ((st = lmc_file_fopen(what(o), path, &o->file, err)) != LMC_OK)
             goto fail;
-        }
-    } else if (path != NULL) {
-        int e = check_writable(path);
-        if (e != 0) {
-            st = write_error(o, e, err);
-            goto fail;
-        }
+    } else if (path != NULL && (st = lmc_file_out_check(what(o), path, err)) != LMC_OK) {
+        goto fail;
     }
     *out = o;
     return LMC_OK;
@@ -126,24 +111,6 @@ void lmc_replay_output_record(lmc_replay_output *o, const lmc_replay_record_view
 {
     if (o->format->record != NULL && o->file != NULL)
         o->format->record(o->file, rec);
-}
-
-/* The whole of text to path, replacing it. */
-static lmc_status write_text(const lmc_replay_output *o, const char *text, lmc_error *err)
-{
-    size_t len = strlen(text);
-    FILE *f = fopen(o->path, "w");
-    if (f == NULL)
-        return write_error(o, errno, err);
-    size_t w = fwrite(text, 1, len, f);
-    int saved = errno;
-    if (w != len) {
-        fclose(f);
-        return write_error(o, saved, err);
-    }
-    if (fclose(f) != 0)
-        return write_error(o, errno, err);
-    return LMC_OK;
 }
 
 lmc_status lmc_replay_output_finish(lmc_replay_output *o, const lmc_replay_summary *s,
@@ -164,7 +131,7 @@ lmc_status lmc_replay_output_finish(lmc_replay_output *o, const lmc_replay_summa
         else if (o->path == NULL)
             fputs(text, stdout);
         else
-            st = write_text(o, text, err);
+            st = lmc_file_write_all(what(o), o->path, text, err);
     }
     if (st == LMC_OK && o->path != NULL && o->format->log_name != NULL)
         LMC_INFO(LOG_COMP, "%s written to %s", o->format->log_name, o->path);

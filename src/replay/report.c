@@ -645,29 +645,40 @@ static void note(lmc_strbuf *b, const char *fmt, ...)
     va_end(ap);
     if (text == NULL)
         return;
-    lmc_strbuf_puts(b, "note: ");
-    size_t col = strlen("note: ");
-    bool first = true;
-    for (const char *p = text; *p != '\0';) {
-        while (*p == ' ')
-            p++;
-        size_t word = strcspn(p, " ");
-        if (word == 0)
-            break;
-        if (!first && col + 1 + word > NOTE_WIDTH) {
-            lmc_strbuf_puts(b, "\n" NOTE_INDENT);
-            col = strlen(NOTE_INDENT);
-        } else if (!first) {
-            lmc_strbuf_puts(b, " ");
-            col++;
-        }
-        lmc_strbuf_append(b, p, word);
-        col += word;
-        p += word;
-        first = false;
-    }
-    lmc_strbuf_puts(b, "\n");
+    lmc_strbuf_wrap(b, "note: ", NOTE_INDENT, NOTE_WIDTH, text);
     free(text);
+}
+
+/*
+ * Stores refused for lack of room: L1 makes room only in its eviction loop
+ * (once a second, and only at the watermark; spec/storage-manager.md), so
+ * a workload that fills L1 between two passes is refused whatever its
+ * size. A reader sizing L1 from the refusals must know that.
+ */
+static void l1_full_note(lmc_strbuf *b, const lmc_replay_summary *s)
+{
+    const lmc_replay_totals *t = s->totals;
+    if (t == NULL)
+        return;
+    /* The figure of the refusal rows above: the engine's stores, or the recorded reserve_writes. */
+    uint64_t refused = engine_mode(s) ? t->v[LMC_OC_SUBMIT_PREFETCH_store_out_of_memory]
+                                      : t->v[LMC_OC_RESERVE_WRITE_out_of_memory];
+    if (refused == 0)
+        return;
+    char evicted[64];
+    if (t->sm.l1_evicted_keys == 0)
+        snprintf(evicted, sizeof(evicted), "it evicted nothing in this replay");
+    else
+        snprintf(evicted, sizeof(evicted), "it evicted %" PRIu64 " key(s) in this replay",
+                 t->sm.l1_evicted_keys);
+    note(b,
+         "%" PRIu64 " key(s) were refused for lack of room in L1 (peak usage %.1f of %.1f "
+         "MiB). L1 makes room only in its eviction loop, which looks once a second (scaled by "
+         "--time-scale) and evicts only when usage has reached --eviction-trigger-watermark; "
+         "%s. So the refusals also depend on how fast the workload fills L1 between two "
+         "passes, not only on its size: try a larger --l1-size-gb, a lower watermark or a "
+         "larger --eviction-ratio.",
+         refused, (double)t->l1_peak_used_bytes / MIB, (double)t->l1_capacity_bytes / MIB, evicted);
 }
 
 /* The lines after the table: what a reader must not miss, in plain words. */
@@ -705,6 +716,7 @@ static void notes(lmc_strbuf *b, const lmc_replay_summary *s)
              "%" PRIu64 " prefetch(es) had not finished their L2 part when the replay ended; "
              "their L2 keys count as missed.",
              s->unfinished_prefetches);
+    l1_full_note(b, s);
 }
 
 size_t lmc_replay_missed_summary(const lmc_replay_summary *s, char *buf, size_t len)

@@ -482,25 +482,31 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
     bool evicted = false;
     char *tie = policies_that_tie(s, &evicted);
     if (tie != NULL) {
-        lmc_strbuf_puts(&b, "\nnote: every eviction policy swept (");
-        put_escaped(&b, tie);
-        lmc_strbuf_puts(&b, ") gave the same outcome\n      at every other setting. ");
+        /* Built whole, then wrapped: the policies' list has no fixed length. */
+        lmc_strbuf nb = LMC_STRBUF_INIT;
+        lmc_strbuf_puts(&nb, "every eviction policy swept (");
+        put_escaped(&nb, tie);
+        lmc_strbuf_puts(&nb, ") gave the same outcome at every other setting. ");
         lmc_strbuf_puts(
-            &b,
-            !evicted
-                ? "No configuration evicted\n"
-                  "      a key (no eviction pass ran with L1 past its watermark), so the policy\n"
-                  "      never had to choose.\n"
-            : strcmp(s->mode, "engine") == 0
-                ? "In mode engine that is LMCache's request logic:\n"
-                  "      each session ends by touching every key it looked up, the ones it stored\n"
-                  "      included (end_session's touch_l1_keys), so every policy evicts in the\n"
-                  "      order LRU does. The L1 size and the eviction watermark and ratio are\n"
-                  "      what change the outcome here.\n"
-                : "In mode calls the policies see only the recorded\n"
-                  "      StorageManager calls, and they part only where keys are read or written\n"
-                  "      again after an eviction; this trace has too little of that to tell them\n"
-                  "      apart.\n");
+            &nb, !evicted ? "No configuration evicted a key (no eviction pass ran with L1 past its "
+                            "watermark), so the policy never had to choose."
+                 : strcmp(s->mode, "engine") == 0
+                     ? "In mode engine that is LMCache's request logic: each session ends by "
+                       "touching every key it looked up, the ones it stored included "
+                       "(end_session's touch_l1_keys), so every policy evicts in the order LRU "
+                       "does. The L1 size and the eviction watermark and ratio are what change "
+                       "the outcome here."
+                     : "In mode calls the policies see only the recorded StorageManager calls, "
+                       "and they part only where keys are read or written again after an "
+                       "eviction; this trace has too little of that to tell them apart.");
+        char *text = lmc_strbuf_finish(&nb);
+        if (text == NULL)
+            b.oom = true;
+        else {
+            lmc_strbuf_puts(&b, "\n");
+            lmc_strbuf_wrap(&b, "note: ", "      ", 78, text);
+        }
+        free(text);
         free(tie);
     }
     lmc_strbuf_puts(&b, "\nhit rate: ");

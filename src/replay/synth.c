@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/keymap.h"
 #include "trace/format.h"
 #include "trace/value.h"
@@ -56,9 +57,9 @@ static lmc_status synth_open(synth_file *s, const char *path, lmc_error *err)
     s->path = path;
     s->err = err;
     msgpack_sbuffer_init(&s->buf);
-    s->f = fopen(path, "wb");
-    if (s->f == NULL)
-        return io_error(s, "cannot create"); /* the buffer holds nothing yet */
+    lmc_status st = lmc_file_fopen("synthetic trace", path, &s->f, err);
+    if (st != LMC_OK)
+        return s->st = st; /* the buffer holds nothing yet */
     lmc_trace_header h;
     memset(&h, 0, sizeof(h));
     memcpy(h.magic, "LMCT", 4);

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "core/utf8.h"
 
 #ifndef LMC_VERSION
@@ -274,28 +275,7 @@ char *lmc_report_end(lmc_report *r)
 
 lmc_status lmc_report_save(const char *path, const char *html, lmc_error *err)
 {
-    char tmp[4096];
-    if (snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid()) >= (int)sizeof(tmp))
-        return lmc_error_set(err, LMC_ERR_INVALID, "cannot write '%s': the path is too long", path);
-    FILE *f = fopen(tmp, "wb");
-    if (f == NULL)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(errno));
-    size_t n = strlen(html);
-    bool ok = fwrite(html, 1, n, f) == n;
-    int e = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        e = errno;
-    }
-    if (ok && rename(tmp, path) != 0) {
-        ok = false;
-        e = errno;
-    }
-    if (!ok) {
-        unlink(tmp);
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    return LMC_OK;
+    return lmc_file_write_all(NULL, path, html, err);
 }
 
 /* ---------------------------------------------------------------------- */

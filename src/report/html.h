@@ -188,7 +188,8 @@ void lmc_report_kv_table(lmc_report *r, const char *title, const char *id,
  */
 char *lmc_report_end(lmc_report *r);
 
-/* Write html to path (through a temporary file and a rename). Errors name the path. */
+/* Write html to path by core/file.h's rule for outputs (a file beside it, then a
+ * rename; never through a symlink; a device or FIFO in place). Errors name the path. */
 lmc_status lmc_report_save(const char *path, const char *html, lmc_error *err);
 
 /* Append text (n bytes) escaped for HTML text and attribute values (see above). */

@@ -1,7 +1,8 @@
 /*
  * slice.c -- writing a window of a trace as a trace (see slice.h).
  *
- * Owns: the temporary output file and the frame batch. Two passes over the
+ * Owns: the output (a file beside OUT until it is complete; core/file.h)
+ * and the frame batch. Two passes over the
  * source: one that hashes its bytes for the note, one through the reader
  * that decodes every record (its t_mono decides, and a record in the
  * window is re-encoded). Records are not assumed to be in t_mono order
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/file.h"
 #include "trace/format.h"
 #include "trace/marker.h"
 #include "trace/reader.h"
@@ -99,38 +101,25 @@ out:
     return st;
 }
 
-static int write_all(int fd, const void *p, size_t n)
-{
-    const char *c = p;
-    while (n > 0) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return -1;
-        c += w;
-        n -= (size_t)w;
-    }
-    return 0;
-}
-
-/* The output side: a temporary file beside OUT and the batch going into it. */
+/* The output side: the file beside OUT (core/file.h) and the batch going into it. */
 typedef struct slice_out {
-    const char *path;
-    char tmp[PATH_MAX];
-    int fd;
+    lmc_file_out file;
+    bool open;
     msgpack_sbuffer buf;
 } slice_out;
 
 static lmc_status out_flush(slice_out *o, lmc_error *err)
 {
-    if (o->buf.size > 0 && write_all(o->fd, o->buf.data, o->buf.size) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot write '%s': %s", o->tmp, strerror(errno));
+    if (o->buf.size > 0) {
+        lmc_status st = lmc_file_out_write(&o->file, o->buf.data, o->buf.size, err);
+        if (st != LMC_OK)
+            return st;
+    }
     o->buf.size = 0;
     return LMC_OK;
 }
 
-/* The checks on OUT that need no reading: not the input, not a directory. */
+/* The check on OUT that the file rule cannot make: not the input itself. */
 static lmc_status check_paths(const char *in, const char *out, lmc_error *err)
 {
     struct stat si, so;
@@ -141,67 +130,29 @@ static lmc_status check_paths(const char *in, const char *out, lmc_error *err)
     if (si.st_dev == so.st_dev && si.st_ino == so.st_ino)
         return lmc_error_set(err, LMC_ERR_INVALID,
                              "'%s' is the input file; refusing to overwrite it", out);
-    if (S_ISDIR(so.st_mode))
-        return lmc_error_set(err, LMC_ERR_INVALID, "'%s' is a directory", out);
     return LMC_OK;
 }
 
 static lmc_status out_open(slice_out *o, const char *path, lmc_error *err)
 {
-    o->path = path;
-    if (snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", path) >= (int)sizeof(o->tmp)) {
-        o->tmp[0] = '\0';
-        return lmc_error_set(err, LMC_ERR_INVALID, "'%s': path too long", path);
-    }
-    /* mkostemp: O_CREAT|O_EXCL (a planted symlink is an error, never followed), mode 0600. */
-    o->fd = mkostemp(o->tmp, O_CLOEXEC);
-    if (o->fd < 0) {
-        o->tmp[0] = '\0'; /* nothing of ours to remove */
-        return lmc_error_set(err, LMC_ERR_IO, "cannot create a file beside '%s': %s", path,
-                             strerror(errno));
-    }
-    return LMC_OK;
+    lmc_status st = lmc_file_out_open(&o->file, NULL, path, err);
+    o->open = st == LMC_OK;
+    return st;
 }
 
-/* Sync, close and rename over OUT, then sync the directory so the rename lasts. */
 static lmc_status out_commit(slice_out *o, lmc_error *err)
 {
     lmc_status st = out_flush(o, err);
     if (st != LMC_OK)
         return st;
-    if (fsync(o->fd) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot sync '%s': %s", o->tmp, strerror(errno));
-    int fd = o->fd;
-    o->fd = -1;
-    if (close(fd) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot close '%s': %s", o->tmp, strerror(errno));
-    if (rename(o->tmp, o->path) != 0)
-        return lmc_error_set(err, LMC_ERR_IO, "cannot rename '%s' to '%s': %s", o->tmp, o->path,
-                             strerror(errno));
-    o->tmp[0] = '\0'; /* committed: nothing to remove */
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof(dir), "%s", o->path);
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        snprintf(dir, sizeof(dir), ".");
-    else if (slash == dir)
-        dir[1] = '\0';
-    else
-        *slash = '\0';
-    int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-        (void)fsync(dfd); /* best effort: the file itself is already synced */
-        close(dfd);
-    }
-    return LMC_OK;
+    o->open = false;
+    return lmc_file_out_commit(&o->file, err);
 }
 
 static void out_close(slice_out *o)
 {
-    if (o->fd >= 0)
-        close(o->fd);
-    if (o->tmp[0] != '\0') /* not committed */
-        unlink(o->tmp);
+    if (o->open) /* not committed */
+        lmc_file_out_abort(&o->file);
     msgpack_sbuffer_destroy(&o->buf);
 }
 
@@ -219,7 +170,7 @@ lmc_status lmc_trace_slice(const char *in, const char *out, const lmc_trace_slic
         res = &local;
     memset(res, 0, sizeof(*res));
     lmc_trace_reader *rd = NULL;
-    slice_out o = {.fd = -1};
+    slice_out o = {.open = false};
     msgpack_sbuffer_init(&o.buf);
     lmc_status st = check_paths(in, out, err);
     if (st != LMC_OK)

@@ -180,7 +180,7 @@ err=$("$LMCACHE" trace analyze "$T/rec.lct" --bogus 2>&1 >/dev/null); rc=$?
 err=$("$LMCACHE" trace analyze 2>&1 >/dev/null); rc=$?
 [ $rc = 2 ] && echo "$err" | grep -q "a trace FILE is required"; expect "no FILE exits 2" $?
 err=$("$LMCACHE" trace analyze "$T/rec.lct" -q --html "$T/nodir/r.html" 2>&1); rc=$?
-[ $rc = 1 ] && echo "$err" | grep -q -- "--html: cannot write '$T/nodir/r.html'"
+[ $rc = 1 ] && echo "$err" | grep -q -- "cannot write --html '$T/nodir/r.html'"
 expect "an --html path that cannot be written exits 1 naming it" $?
 err=$("$LMCACHE" trace info --format yaml "$T/rec.lct" 2>&1 >/dev/null); rc=$?
 [ $rc = 2 ] && echo "$err" | grep -q "'yaml' is not one of terminal, json"; expect "trace info --format yaml exits 2" $?

@@ -103,6 +103,22 @@ expect_rc "--jsonl names the per-record files" 1 \
     "$LMCACHE" trace compare base.json small.json --max-regression chunk_hit_rate=-0.01 \
     --jsonl moved/base.jsonl moved/small.jsonl
 grep -q "^First divergent record: #${want%% *} at" out; expect "--jsonl finds the same record" $?
+# Results replayed without --jsonl-out: the search is not made, and the note says which lacks them.
+for f in base small; do
+    python3 -c "
+import json, sys
+r = json.load(open('$f.json'))
+r['outputs'].pop('jsonl', None)
+json.dump(r, open('${f}_nojsonl.json', 'w'))"
+done
+expect_rc "compare without per-record files exits 0" 0 "$LMCACHE" trace compare base.json small_nojsonl.json
+grep -q "^First divergent record: not searched" out; expect "no per-record files: not searched" $?
+grep -q "^  the new result carries no per-record outcomes: replay with --jsonl-out PATH" out
+expect "the note names the result that lacks them" $?
+expect_rc "compare of two results without per-record files exits 0" 0 \
+    "$LMCACHE" trace compare base_nojsonl.json small_nojsonl.json
+grep -q "^  neither result carries per-record outcomes: replay with --jsonl-out PATH" out
+expect "the note says neither has them" $?
 
 # A sweep result: one configuration chosen by index or by a config field.
 python3 -c "

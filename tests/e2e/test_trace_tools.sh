@@ -175,6 +175,21 @@ done
 expect_eq "slice of a bad file exits 1" $? 1
 [ ! -e "$T/x.lct" ]; expect "a failed slice writes nothing" $?
 [ -z "$(find "$T" -name '*.lct.??????')" ]; expect "no temporary file is left behind" $?
+# An output that is not a regular file is written as it is, never replaced by one.
+mkfifo "$T/pipe.lct"
+cat "$T/pipe.lct" > "$T/from-pipe.lct" &
+reader=$!
+out=$("$LMCACHE" trace slice "$T/timeline.lct" --from 1 --to 3 -o "$T/pipe.lct"); rc=$?
+wait "$reader"
+expect "slice into a FIFO exits 0" $rc
+[ -p "$T/pipe.lct" ]; expect "the FIFO is still a FIFO" $?
+cmp -s "$T/from-pipe.lct" "$T/s.lct"; expect "the FIFO carried the same bytes as the file" $?
+if [ -c /dev/full ]; then
+    err=$("$LMCACHE" trace slice "$T/timeline.lct" -o /dev/full 2>&1); rc=$?
+    [ $rc = 1 ] && echo "$err" | grep -q "cannot write '/dev/full': No space left on device"
+    expect "slice into /dev/full fails and says why" $?
+    [ -c /dev/full ]; expect "/dev/full is still a device" $?
+fi
 
 # --- slice: a trace recorded by lmcache server ----------------------------------
 [ -f "$MOONCAKE" ] || { echo "missing $MOONCAKE"; exit 1; }

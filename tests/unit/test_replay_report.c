@@ -585,6 +585,10 @@ static void test_table_says_plainly_how_many_recorded_hits_were_lost(void **stat
                                  "when recorded) did\n      not fully hit here: 269 reads missed "
                                  "500 keys: 450 not in L1, 0 still\n      loading from L2, 0 "
                                  "write-locked, 50 not read-locked, 0 other. The\n"));
+    /* The refusals for want of room, and what L1's eviction loop did about them. */
+    assert_non_null(strstr(text, "\nnote: 8 key(s) were refused for lack of room in L1 (peak "
+                                 "usage 25.0 of 100.0\n      MiB)."));
+    assert_non_null(strstr(text, "it evicted 7 key(s) in this replay."));
     /* Every note line fits the terminal. */
     for (const char *p = strstr(text, "\nnote: ") + 1; *p != '\0';) {
         size_t len = strcspn(p, "\n");
@@ -630,7 +634,11 @@ static void test_engine_table_shows_its_hit_rate_beside_the_recordings(void **st
     /* Mode calls' comparison with the recorded reads does not apply. */
     assert_null(strstr(text, "Recorded hits still hit"));
     assert_null(strstr(text, "Reservations refused"));
-    assert_null(strstr(text, "\nnote: "));
+    /* One note: the engine's 30 stores refused for want of room (none on recorded reads). */
+    const char *n = strstr(text, "\nnote: ");
+    assert_non_null(n);
+    assert_true(strncmp(n, "\nnote: 30 key(s) were refused for lack of room in L1", 52) == 0);
+    assert_null(strstr(n + 1, "\nnote: "));
     free(text);
     /* The result JSON says which mode it is, with the same figures. */
     text = lmc_replay_report_json(&s);
@@ -642,6 +650,32 @@ static void test_engine_table_shows_its_hit_rate_beside_the_recordings(void **st
     assert_true(lmc_json_get_number(at(fig, "recorded_hit_rate")) == 0.3);
     assert_int_equal(lmc_json_get_int(at(fig, "not_reissued_records")), 15);
     lmc_json_free(v);
+    free(text);
+}
+
+static void test_table_says_why_l1_refused_stores_only_when_it_did(void **state)
+{
+    (void)state;
+    lmc_replay_summary s;
+    lmc_op_stats ops[2];
+    lmc_replay_totals t;
+    outcome_summary(&s, ops, &t);
+    t.v[LMC_OC_RESERVE_WRITE_out_of_memory] = 7736;
+    t.l1_peak_used_bytes = t.l1_capacity_bytes;
+    t.sm.l1_evicted_keys = 0;
+    s.figures = lmc_replay_figures_of(&t);
+    char *text = lmc_replay_report_table(&s);
+    assert_non_null(strstr(text, "\nnote: 7736 key(s) were refused for lack of room in L1 (peak "
+                                 "usage 100.0 of\n      100.0 MiB). L1 makes room only in its "
+                                 "eviction loop, which looks once a\n      second"));
+    assert_non_null(strstr(text, "it evicted nothing in this replay."));
+    assert_non_null(strstr(text, "--l1-size-gb"));
+    free(text);
+    /* Nothing refused for want of room: no such note. */
+    t.v[LMC_OC_RESERVE_WRITE_out_of_memory] = 0;
+    s.figures = lmc_replay_figures_of(&t);
+    text = lmc_replay_report_table(&s);
+    assert_null(strstr(text, "lack of room"));
     free(text);
 }
 
@@ -718,6 +752,7 @@ int main(void)
         cmocka_unit_test(test_json_has_every_documented_field),
         cmocka_unit_test(test_json_config_without_a_header_digest_matches_nothing),
         cmocka_unit_test(test_table_says_plainly_how_many_recorded_hits_were_lost),
+        cmocka_unit_test(test_table_says_why_l1_refused_stores_only_when_it_did),
         cmocka_unit_test(test_engine_table_shows_its_hit_rate_beside_the_recordings),
         cmocka_unit_test(test_table_names_the_config_fields_that_differ),
         cmocka_unit_test(test_table_says_when_the_replay_fell_behind_and_what_lateness_is),

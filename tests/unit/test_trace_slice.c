@@ -429,8 +429,8 @@ static void test_a_directory_or_a_missing_source_is_an_error(void **state)
     assert_non_null(strstr(err.msg, "in.lct"));
     header(f, "storage");
     tt_write_file(f->in, f->sb.data, f->sb.size);
-    assert_int_equal(lmc_trace_slice(f->in, f->dir, &opt, NULL, &err), LMC_ERR_INVALID);
-    assert_non_null(strstr(err.msg, "is a directory"));
+    assert_int_equal(lmc_trace_slice(f->in, f->dir, &opt, NULL, &err), LMC_ERR_IO);
+    assert_non_null(strstr(err.msg, "Is a directory"));
 }
 
 int main(void)
