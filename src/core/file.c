@@ -77,14 +77,13 @@ static lmc_status write_error(lmc_error *err, lmc_status code, const char *what,
 }
 
 /*
- * What path is now, by the rule of the outputs: absent, a regular file of
- * ours, or (when the file is to replace it) a symlink: *beside, write a
- * file beside it; a device or FIFO: !*beside, write it in place; else an
- * error. A rename replaces a link itself and never follows it, so a link
- * is refused only where the file would be opened in place.
+ * What path is now, by the rule of the outputs: absent or a regular file
+ * of ours (*beside: write a file beside it), a device or FIFO (!*beside:
+ * write it in place), or an error. A symlink is refused, even where a
+ * rename would replace the link rather than follow it: /dev/stdout is a
+ * link, and replacing it as root breaks the machine.
  */
-static lmc_status out_target(const char *what, const char *path, bool replaces, bool *beside,
-                             lmc_error *err)
+static lmc_status out_target(const char *what, const char *path, bool *beside, lmc_error *err)
 {
     *beside = true;
     struct stat st;
@@ -93,12 +92,9 @@ static lmc_status out_target(const char *what, const char *path, bool replaces, 
             return LMC_OK;
         return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
     }
-    if (S_ISLNK(st.st_mode)) {
-        if (replaces)
-            return LMC_OK;
+    if (S_ISLNK(st.st_mode))
         return write_error(err, LMC_ERR_INVALID, what, path,
                            "it is a symbolic link: refusing to write through it");
-    }
     if (S_ISDIR(st.st_mode))
         return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(EISDIR));
     if (!S_ISREG(st.st_mode)) {
@@ -116,7 +112,7 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
 {
     *out = NULL;
     bool beside;
-    lmc_status st = out_target(what, path, false, &beside, err);
+    lmc_status st = out_target(what, path, &beside, err);
     if (st != LMC_OK)
         return st;
     /* O_NOFOLLOW: a link planted since the check is refused, not followed. */
@@ -145,7 +141,7 @@ lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path
     o->tmp[0] = '\0';
     o->fd = -1;
     bool beside;
-    lmc_status st = out_target(what, path, true, &beside, err);
+    lmc_status st = out_target(what, path, &beside, err);
     if (st != LMC_OK)
         return st;
     if (!beside) {
@@ -171,7 +167,7 @@ lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path
 lmc_status lmc_file_out_check(const char *what, const char *path, lmc_error *err)
 {
     bool beside;
-    lmc_status st = out_target(what, path, true, &beside, err);
+    lmc_status st = out_target(what, path, &beside, err);
     if (st != LMC_OK || !beside)
         return st; /* a device or FIFO is not opened: a FIFO would wait for its reader */
     lmc_file_out o;

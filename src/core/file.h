@@ -35,9 +35,9 @@ lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, i
  * The offline tools' outputs (replay results, reports, sliced and synthetic
  * traces) follow the same rule, with messages "cannot write WHAT 'PATH':
  * why" (WHAT is the flag that named the file; NULL or "" for none): never
- * through a symlink (lmc_file_fopen refuses one; lmc_file_out replaces it),
- * never another user's file, mode 0600, and a device or FIFO that exists
- * (/dev/null, /dev/stdout) written as it is.
+ * through a symlink (refused, /dev/stdout included: it is a link), never
+ * another user's file, mode 0600, and a device or FIFO that exists
+ * (/dev/null, /dev/full) written as it is.
  *
  * lmc_file_fopen: a stream for a file written as it goes (per-record
  * JSONL, a synthetic trace), created or truncated. *out is NULL on error.
@@ -49,10 +49,10 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
  * summary): its bytes go to a new file beside path (mkostemp: created
  * exclusively, mode 0600) and commit renames it over path, so no reader
  * sees half of it and a failure leaves path as it was. path must not be a
- * directory or another user's file; a symlink there is replaced, never
- * followed. An existing path that is not a regular file (/dev/null, a
- * FIFO, a terminal) is written in place, never replaced: renaming over
- * /dev/full would put a file in the device's place.
+ * symlink, a directory or another user's file. An existing path that is
+ * not a regular file (/dev/null, a FIFO, a terminal) is written in place,
+ * never replaced: renaming over /dev/full would put a file in the
+ * device's place.
  */
 typedef struct lmc_file_out {
     const char *what, *path; /* borrowed until commit or abort */

@@ -1,7 +1,7 @@
 /*
  * test_file.c -- the rule for the files the tools write (core/file.h):
  * outputs written whole go to a file beside the path and are renamed over
- * it; a symlink is replaced (never followed) or refused; a device or FIFO
+ * it; a symlink is refused, never followed or replaced; a device or FIFO
  * is written in place, never replaced; another user's file is refused;
  * every failure leaves nothing behind.
  */
@@ -103,7 +103,7 @@ static void test_write_all_replaces_a_file_with_mode_0600_and_leaves_nothing_els
     assert_string_equal(listing(f->dir), "out.txt ");
 }
 
-static void test_a_symlink_is_replaced_by_write_all_and_refused_by_fopen(void **state)
+static void test_a_symlink_is_refused_and_left_as_it_is(void **state)
 {
     fixture *f = *state;
     put(f->victim, "keep");
@@ -118,13 +118,14 @@ static void test_a_symlink_is_replaced_by_write_all_and_refused_by_fopen(void **
              f->path);
     assert_string_equal(err.msg, want);
     assert_string_equal(slurp(f->victim), "keep");
-    /* A whole output renames over the link itself: the victim is untouched. */
-    assert_int_equal(lmc_file_write_all(NULL, f->path, "mine", &err), LMC_OK);
+    /* A whole output does not replace the link either (/dev/stdout is one). */
+    assert_int_equal(lmc_file_write_all(NULL, f->path, "mine", &err), LMC_ERR_INVALID);
+    assert_int_equal(lmc_file_out_check("--html", f->path, &err), LMC_ERR_INVALID);
     struct stat st;
     assert_int_equal(lstat(f->path, &st), 0);
-    assert_true(S_ISREG(st.st_mode));
-    assert_string_equal(slurp(f->path), "mine");
+    assert_true(S_ISLNK(st.st_mode));
     assert_string_equal(slurp(f->victim), "keep");
+    assert_string_equal(listing(f->dir), "out.txt victim ");
 }
 
 static void test_dev_null_is_written_in_place_and_stays_a_device(void **state)
@@ -259,8 +260,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(
             test_write_all_replaces_a_file_with_mode_0600_and_leaves_nothing_else, setup, teardown),
-        cmocka_unit_test_setup_teardown(
-            test_a_symlink_is_replaced_by_write_all_and_refused_by_fopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_a_symlink_is_refused_and_left_as_it_is, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_dev_null_is_written_in_place_and_stays_a_device, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(

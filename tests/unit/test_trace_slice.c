@@ -401,21 +401,31 @@ static void test_a_failed_slice_leaves_the_output_as_it_was(void **state)
     assert_int_equal(strlen(names), strlen("in.lct out.lct ")); /* no temporary file left */
 }
 
-static void test_the_output_replaces_a_file_or_symlink_with_mode_0600(void **state)
+static void test_the_output_replaces_a_file_with_mode_0600_and_refuses_a_symlink(void **state)
 {
     fixture *f = *state;
     header(f, "storage");
     add(f, 0.0, QUAL("finish_write"));
-    char victim[160];
-    snprintf(victim, sizeof(victim), "%s/victim", f->dir);
-    tt_write_file(victim, "keep", 4);
-    assert_int_equal(symlink(victim, f->out), 0);
+    tt_write_file(f->out, "old", 3);
+    chmod(f->out, 0644);
     lmc_trace_slice_options opt = {0};
     assert_int_equal(slice(f, &opt, NULL, NULL), LMC_OK);
     struct stat st;
     assert_int_equal(lstat(f->out, &st), 0);
-    assert_true(S_ISREG(st.st_mode)); /* the link was replaced, not followed */
+    assert_true(S_ISREG(st.st_mode));
     assert_int_equal(st.st_mode & 0777, 0600);
+    assert_true(st.st_size > 3);
+    /* A link there is neither followed nor replaced. */
+    unlink(f->out);
+    char victim[160];
+    snprintf(victim, sizeof(victim), "%s/victim", f->dir);
+    tt_write_file(victim, "keep", 4);
+    assert_int_equal(symlink(victim, f->out), 0);
+    lmc_error err;
+    assert_int_equal(slice(f, &opt, NULL, &err), LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "is a symbolic link: refusing to write through it"));
+    assert_int_equal(lstat(f->out, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
     assert_int_equal(stat(victim, &st), 0);
     assert_int_equal(st.st_size, 4);
 }
@@ -446,7 +456,7 @@ int main(void)
         T(test_the_sources_markers_are_counted_not_copied),
         T(test_the_input_is_never_overwritten),
         T(test_a_failed_slice_leaves_the_output_as_it_was),
-        T(test_the_output_replaces_a_file_or_symlink_with_mode_0600),
+        T(test_the_output_replaces_a_file_with_mode_0600_and_refuses_a_symlink),
         T(test_a_directory_or_a_missing_source_is_an_error),
 #undef T
     };
