@@ -76,25 +76,48 @@ static lmc_status write_error(lmc_error *err, lmc_status code, const char *what,
                          named ? " " : "", path, why);
 }
 
+/* Our standard output or error when path leads to it (/dev/stdout, /proc/self/fd/2), else -1. */
+static int own_stream(const char *path)
+{
+    struct stat t, s;
+    if (stat(path, &t) != 0)
+        return -1;
+    for (int fd = STDOUT_FILENO; fd <= STDERR_FILENO; fd++)
+        if (fstat(fd, &s) == 0 && s.st_dev == t.st_dev && s.st_ino == t.st_ino)
+            return fd;
+    return -1;
+}
+
 /*
  * What path is now, by the rule of the outputs: absent or a regular file
  * of ours (*beside: write a file beside it), a device or FIFO (!*beside:
  * write it in place), or an error. A symlink is refused, even where a
- * rename would replace the link rather than follow it: /dev/stdout is a
- * link, and replacing it as root breaks the machine.
+ * rename would replace the link rather than follow it (/dev/stdout is a
+ * link, and replacing it as root breaks the machine), unless it leads to
+ * our own standard output or error: *own is then that descriptor, to
+ * write through a dup of it (sharing its offset, so a redirected stdout
+ * is appended to, not overwritten from its start); else -1.
  */
-static lmc_status out_target(const char *what, const char *path, bool *beside, lmc_error *err)
+static lmc_status out_target(const char *what, const char *path, bool *beside, int *own,
+                             lmc_error *err)
 {
     *beside = true;
+    *own = -1;
     struct stat st;
     if (lstat(path, &st) != 0) {
         if (errno == ENOENT)
             return LMC_OK;
         return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
     }
-    if (S_ISLNK(st.st_mode))
+    if (S_ISLNK(st.st_mode)) {
+        *own = own_stream(path);
+        if (*own >= 0) {
+            *beside = false;
+            return LMC_OK;
+        }
         return write_error(err, LMC_ERR_INVALID, what, path,
                            "it is a symbolic link: refusing to write through it");
+    }
     if (S_ISDIR(st.st_mode))
         return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(EISDIR));
     if (!S_ISREG(st.st_mode)) {
@@ -112,11 +135,13 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
 {
     *out = NULL;
     bool beside;
-    lmc_status st = out_target(what, path, &beside, err);
+    int own;
+    lmc_status st = out_target(what, path, &beside, &own, err);
     if (st != LMC_OK)
         return st;
     /* O_NOFOLLOW: a link planted since the check is refused, not followed. */
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 0)
+                      : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return write_error(err, errno == ELOOP ? LMC_ERR_INVALID : LMC_ERR_IO, what, path, "%s",
                            errno == ELOOP ? "it is a symbolic link: refusing to write through it"
@@ -141,11 +166,13 @@ lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path
     o->tmp[0] = '\0';
     o->fd = -1;
     bool beside;
-    lmc_status st = out_target(what, path, &beside, err);
+    int own;
+    lmc_status st = out_target(what, path, &beside, &own, err);
     if (st != LMC_OK)
         return st;
     if (!beside) {
-        o->fd = open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        o->fd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 0)
+                         : open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
         if (o->fd < 0)
             return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
         return LMC_OK;
@@ -167,7 +194,8 @@ lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path
 lmc_status lmc_file_out_check(const char *what, const char *path, lmc_error *err)
 {
     bool beside;
-    lmc_status st = out_target(what, path, &beside, err);
+    int own;
+    lmc_status st = out_target(what, path, &beside, &own, err);
     if (st != LMC_OK || !beside)
         return st; /* a device or FIFO is not opened: a FIFO would wait for its reader */
     lmc_file_out o;

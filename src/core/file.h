@@ -35,9 +35,10 @@ lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, i
  * The offline tools' outputs (replay results, reports, sliced and synthetic
  * traces) follow the same rule, with messages "cannot write WHAT 'PATH':
  * why" (WHAT is the flag that named the file; NULL or "" for none): never
- * through a symlink (refused, /dev/stdout included: it is a link), never
- * another user's file, mode 0600, and a device or FIFO that exists
- * (/dev/null, /dev/full) written as it is.
+ * through a symlink (refused, unless it leads to our own standard output
+ * or error, as /dev/stdout does: that is written through a dup of the
+ * descriptor), never another user's file, mode 0600, and a device or FIFO
+ * that exists (/dev/null, /dev/full) written as it is.
  *
  * lmc_file_fopen: a stream for a file written as it goes (per-record
  * JSONL, a synthetic trace), created or truncated. *out is NULL on error.

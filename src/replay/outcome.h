@@ -148,7 +148,8 @@ typedef struct lmc_replay_record_view {
     bool failed;          /* the handler failed; also true for a skipped record */
     bool skipped;         /* no handler for the qualname */
     double t_mono;        /* the record's recorded time, seconds from the trace start */
-    double lateness_s;    /* how late its dispatch started against the schedule */
+    double lateness_s;    /* how late its dispatch started against the schedule; < 0: not
+                             timed (--pace virtual) */
     const lmc_replay_outcome *outcome; /* NULL: none (skipped, failed) */
 } lmc_replay_record_view;
 

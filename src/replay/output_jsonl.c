@@ -3,7 +3,7 @@
  * object per record, in record order, written as the replay runs (a
  * record waits behind an earlier prefetch whose L2 part is not in yet):
  *
- *   {"index": <n>, "t_mono": <s>, "lateness_us": <us>, "qualname": "<q>",
+ *   {"index": <n>, "t_mono": <s>, "lateness_us": <us> | null, "qualname": "<q>",
  *    "n_keys": <n>, "latency_ms": <ms>, "failed": <bool>, "skipped": <bool>,
  *    "outcome": {"op": "<op>", "<counter>": <n>, ...} | null}
  *
@@ -18,6 +18,7 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "core/json.h"
@@ -28,8 +29,12 @@ static void record(FILE *f, const lmc_replay_record_view *rec)
     char ms[32], t[32], late[32];
     lmc_json_format_float(rec->skipped ? 0.0 : rec->latency_s * 1000.0, ms, sizeof(ms));
     lmc_json_format_float(rec->t_mono, t, sizeof(t));
-    /* Whole nanoseconds, as measured: no binary noise after the third decimal. */
-    lmc_json_format_float(round(rec->lateness_s * 1e9) / 1000.0, late, sizeof(late));
+    /* Whole nanoseconds, as measured: no binary noise after the third decimal.
+     * Negative: the record was not timed (--pace virtual), so null. */
+    if (rec->lateness_s < 0)
+        snprintf(late, sizeof(late), "null");
+    else
+        lmc_json_format_float(round(rec->lateness_s * 1e9) / 1000.0, late, sizeof(late));
     lmc_json *q = lmc_json_string(rec->qualname);
     char *qs = q ? lmc_json_dumps(q, 0, -1, NULL) : NULL;
     const lmc_replay_outcome *o = rec->outcome;

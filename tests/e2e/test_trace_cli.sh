@@ -101,6 +101,20 @@ grep -q "Records failed:  *0$" "$T/rv/out.txt" && grep -q "^Pace:  *virtual$" "$
 expect "the virtual replay's table says Pace virtual and lateness N/A" $?
 grep -q '"lateness": null' "$T/rv/trace_replay_summary.json"
 expect "the virtual replay's summary JSON has lateness null" $?
+# --jsonl-out /dev/stdout: a link to our own stdout, written through it (not refused, not replaced).
+"$LMCACHE" trace replay "$T/cycle.lct" $SM --pace virtual --time-scale 1000 -q --no-csv \
+    --jsonl-out /dev/stdout > "$T/rv/stdout.jsonl" 2> "$T/rv/stdout.err"
+expect "--jsonl-out /dev/stdout exits 0" $?
+records=$(sed -n 's/^Records replayed: *\([0-9]*\)$/\1/p' "$T/rv/out.txt")
+[ -n "$records" ] && [ "$(wc -l < "$T/rv/stdout.jsonl")" = "$records" ]
+expect "--jsonl-out /dev/stdout carries one line per record ($records)" $?
+python3 -c "
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+assert all(r['lateness_us'] is None for r in rows), 'virtual pace: lateness_us is null'
+" "$T/rv/stdout.jsonl"
+expect "each line parses, with lateness_us null under --pace virtual" $?
+[ -L /dev/stdout ]; expect "/dev/stdout is still a link" $?
 out=$("$LMCACHE" trace replay "$T/cycle.lct" $SM --pace realtime -q --no-csv --output-dir "$T/rr" 2>&1); rc=$?
 expect "--pace realtime is the default's name and exits 0" $rc
 err=$("$LMCACHE" trace replay "$T/store.lct" $SM --pace warp 2>&1 >/dev/null); rc=$?

@@ -128,6 +128,39 @@ static void test_a_symlink_is_refused_and_left_as_it_is(void **state)
     assert_string_equal(listing(f->dir), "out.txt victim ");
 }
 
+static void test_a_link_to_our_own_stderr_is_written_through_it(void **state)
+{
+    (void)state;
+    if (access("/dev/stderr", F_OK) != 0)
+        skip();
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    int saved = dup(STDERR_FILENO);
+    assert_true(saved >= 0);
+    assert_int_equal(dup2(p[1], STDERR_FILENO), STDERR_FILENO);
+    lmc_error err;
+    lmc_status st = lmc_file_write_all("--html", "/dev/stderr", "to stderr", &err);
+    FILE *fp = NULL;
+    lmc_status st2 = lmc_file_fopen("--jsonl-out", "/dev/stderr", &fp, &err);
+    if (fp != NULL) {
+        fputs(" and on", fp);
+        fclose(fp);
+    }
+    dup2(saved, STDERR_FILENO);
+    close(saved);
+    close(p[1]);
+    char got[64] = {0};
+    ssize_t n = read(p[0], got, sizeof(got) - 1);
+    close(p[0]);
+    assert_int_equal(st, LMC_OK);
+    assert_int_equal(st2, LMC_OK);
+    assert_true(n > 0);
+    assert_string_equal(got, "to stderr and on");
+    struct stat ls;
+    assert_int_equal(lstat("/dev/stderr", &ls), 0);
+    assert_true(S_ISLNK(ls.st_mode));
+}
+
 static void test_dev_null_is_written_in_place_and_stays_a_device(void **state)
 {
     (void)state;
@@ -261,6 +294,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_write_all_replaces_a_file_with_mode_0600_and_leaves_nothing_else, setup, teardown),
         cmocka_unit_test_setup_teardown(test_a_symlink_is_refused_and_left_as_it_is, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_a_link_to_our_own_stderr_is_written_through_it, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_dev_null_is_written_in_place_and_stays_a_device, setup,
                                         teardown),

@@ -364,9 +364,17 @@ static void test_jsonl_writes_one_object_per_record_as_the_replay_runs(void **st
         .index = 2, .qualname = "a.finish_write", .latency_s = 0.5, .failed = true, .t_mono = 1.0};
     lmc_replay_record_view skipped = {
         .index = 3, .qualname = "x.\"odd\"", .failed = true, .skipped = true, .t_mono = 2.0};
+    /* Not timed (--pace virtual): the lateness is null, not a number. */
+    lmc_replay_record_view untimed = {.index = 4,
+                                      .qualname = "a.finish_write",
+                                      .latency_s = 0.001,
+                                      .t_mono = 3.0,
+                                      .lateness_s = -1.0,
+                                      .outcome = &out};
     lmc_replay_output_record(o, &ok);
     lmc_replay_output_record(o, &bad);
     lmc_replay_output_record(o, &skipped);
+    lmc_replay_output_record(o, &untimed);
     assert_int_equal(lmc_replay_output_finish(o, NULL, NULL), LMC_OK);
     lmc_replay_output_destroy(o);
     char *text = slurp(path);
@@ -380,7 +388,11 @@ static void test_jsonl_writes_one_object_per_record_as_the_replay_runs(void **st
                         "true, \"skipped\": false, \"outcome\": null}\n"
                         "{\"index\": 3, \"t_mono\": 2.0, \"lateness_us\": 0.0, \"qualname\": "
                         "\"x.\\\"odd\\\"\", \"n_keys\": 0, \"latency_ms\": 0.0, \"failed\": true, "
-                        "\"skipped\": true, \"outcome\": null}\n");
+                        "\"skipped\": true, \"outcome\": null}\n"
+                        "{\"index\": 4, \"t_mono\": 3.0, \"lateness_us\": null, \"qualname\": "
+                        "\"a.finish_write\", \"n_keys\": 3, \"latency_ms\": 1.0, \"failed\": "
+                        "false, \"skipped\": false, \"outcome\": {\"op\": \"finish_write\", "
+                        "\"finished\": 2, \"not_in_l1\": 1, \"not_reserved\": 0, \"other\": 0}}\n");
     free(text);
 }
 
