@@ -131,6 +131,18 @@ static lmc_status out_target(const char *what, const char *path, bool *beside, i
     return LMC_OK;
 }
 
+/*
+ * path opened for writing where it is: through a dup of our own stream
+ * (own >= 0), else with O_NOFOLLOW, so a link planted since out_target
+ * looked is refused (ELOOP), not followed. The fd, or -1 with errno.
+ */
+static int open_in_place(const char *path, int own, int flags)
+{
+    if (own >= 0)
+        return fcntl(own, F_DUPFD_CLOEXEC, 0);
+    return open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC | flags, 0600);
+}
+
 lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_error *err)
 {
     *out = NULL;
@@ -139,9 +151,7 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
     lmc_status st = out_target(what, path, &beside, &own, err);
     if (st != LMC_OK)
         return st;
-    /* O_NOFOLLOW: a link planted since the check is refused, not followed. */
-    int fd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 0)
-                      : open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    int fd = open_in_place(path, own, O_CREAT | O_TRUNC);
     if (fd < 0)
         return write_error(err, errno == ELOOP ? LMC_ERR_INVALID : LMC_ERR_IO, what, path, "%s",
                            errno == ELOOP ? "it is a symbolic link: refusing to write through it"
@@ -159,36 +169,37 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
     return LMC_OK;
 }
 
-lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path, lmc_error *err)
+/* The part of lmc_file_out_open after out_target: open path in place, or make the file beside it.
+ */
+static lmc_status out_start(lmc_file_out *o, bool beside, int own, lmc_error *err)
 {
-    o->what = what;
-    o->path = path;
-    o->tmp[0] = '\0';
-    o->fd = -1;
-    bool beside;
-    int own;
-    lmc_status st = out_target(what, path, &beside, &own, err);
-    if (st != LMC_OK)
-        return st;
     if (!beside) {
-        o->fd = own >= 0 ? fcntl(own, F_DUPFD_CLOEXEC, 0)
-                         : open(path, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+        o->fd = open_in_place(o->path, own, 0);
         if (o->fd < 0)
-            return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errno));
+            return write_error(err, LMC_ERR_IO, o->what, o->path, "%s", strerror(errno));
         return LMC_OK;
     }
-    if (snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", path) >= (int)sizeof(o->tmp)) {
+    if (snprintf(o->tmp, sizeof(o->tmp), "%s.XXXXXX", o->path) >= (int)sizeof(o->tmp)) {
         o->tmp[0] = '\0';
-        return write_error(err, LMC_ERR_INVALID, what, path, "the path is too long");
+        return write_error(err, LMC_ERR_INVALID, o->what, o->path, "the path is too long");
     }
     /* O_EXCL: a name planted beside path (a link, a file) is an error, never followed. */
     o->fd = mkostemp(o->tmp, O_CLOEXEC);
     if (o->fd < 0) {
         int e = errno;
         o->tmp[0] = '\0'; /* nothing of ours to remove */
-        return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(e));
+        return write_error(err, LMC_ERR_IO, o->what, o->path, "%s", strerror(e));
     }
     return LMC_OK;
+}
+
+lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path, lmc_error *err)
+{
+    *o = (lmc_file_out){.what = what, .path = path, .fd = -1};
+    bool beside;
+    int own;
+    lmc_status st = out_target(what, path, &beside, &own, err);
+    return st != LMC_OK ? st : out_start(o, beside, own, err);
 }
 
 lmc_status lmc_file_out_check(const char *what, const char *path, lmc_error *err)
@@ -198,8 +209,8 @@ lmc_status lmc_file_out_check(const char *what, const char *path, lmc_error *err
     lmc_status st = out_target(what, path, &beside, &own, err);
     if (st != LMC_OK || !beside)
         return st; /* a device or FIFO is not opened: a FIFO would wait for its reader */
-    lmc_file_out o;
-    st = lmc_file_out_open(&o, what, path, err);
+    lmc_file_out o = {.what = what, .path = path, .fd = -1};
+    st = out_start(&o, beside, own, err);
     lmc_file_out_abort(&o);
     return st;
 }

@@ -61,6 +61,9 @@ typedef struct lmc_file_out {
     int fd;                  /* -1 once committed or aborted */
 } lmc_file_out;
 
+/* An lmc_file_out not opened yet: abort on it does nothing. */
+#define LMC_FILE_OUT_INIT ((lmc_file_out){.fd = -1})
+
 lmc_status lmc_file_out_open(lmc_file_out *o, const char *what, const char *path, lmc_error *err);
 /* Would open succeed now? The same checks, and a file made beside path and
  * removed again; a device or FIFO is not opened. Leaves nothing behind. */

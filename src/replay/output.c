@@ -46,7 +46,7 @@ const lmc_replay_output_format *lmc_replay_output_find(const char *name)
 struct lmc_replay_output {
     const lmc_replay_output_format *format;
     char *path; /* NULL: stdout */
-    char *flag; /* NULL: a default file */
+    char *flag; /* NULL: a default file; names the file in messages */
     FILE *file; /* open while records stream in (per-record formats) */
 };
 
@@ -55,12 +55,6 @@ static lmc_status write_error(const lmc_replay_output *o, int errnum, lmc_error 
 {
     return lmc_error_set(err, LMC_ERR_IO, "cannot write %s%s'%s': %s", o->flag ? o->flag : "",
                          o->flag ? " " : "", o->path, strerror(errnum));
-}
-
-/* How messages name the file: its flag ("--csv"), or nothing for a default file. */
-static const char *what(const lmc_replay_output *o)
-{
-    return o->flag;
 }
 
 void lmc_replay_output_destroy(lmc_replay_output *o)
@@ -94,9 +88,9 @@ lmc_status lmc_replay_output_open(const lmc_replay_output_format *f, const char 
     if (f->record != NULL) {
         if (path == NULL)
             o->file = stdout;
-        else if ((st = lmc_file_fopen(what(o), path, &o->file, err)) != LMC_OK)
+        else if ((st = lmc_file_fopen(o->flag, path, &o->file, err)) != LMC_OK)
             goto fail;
-    } else if (path != NULL && (st = lmc_file_out_check(what(o), path, err)) != LMC_OK) {
+    } else if (path != NULL && (st = lmc_file_out_check(o->flag, path, err)) != LMC_OK) {
         goto fail;
     }
     *out = o;
@@ -131,7 +125,7 @@ lmc_status lmc_replay_output_finish(lmc_replay_output *o, const lmc_replay_summa
         else if (o->path == NULL)
             fputs(text, stdout);
         else
-            st = lmc_file_write_all(what(o), o->path, text, err);
+            st = lmc_file_write_all(o->flag, o->path, text, err);
     }
     if (st == LMC_OK && o->path != NULL && o->format->log_name != NULL)
         LMC_INFO(LOG_COMP, "%s written to %s", o->format->log_name, o->path);

@@ -635,7 +635,12 @@ static bool report_build(const lmc_replay_summary *s, report *r)
 #define NOTE_WIDTH 78
 #define NOTE_INDENT "      "
 
-/* "note: " + text, wrapped at spaces to NOTE_WIDTH columns, ending in "\n". */
+void lmc_replay_note_append(lmc_strbuf *b, const char *text)
+{
+    lmc_strbuf_wrap(b, "note: ", NOTE_INDENT, NOTE_WIDTH, text);
+}
+
+/* A note from a format (see lmc_replay_note_append). */
 static void note(lmc_strbuf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void note(lmc_strbuf *b, const char *fmt, ...)
 {
@@ -645,7 +650,7 @@ static void note(lmc_strbuf *b, const char *fmt, ...)
     va_end(ap);
     if (text == NULL)
         return;
-    lmc_strbuf_wrap(b, "note: ", NOTE_INDENT, NOTE_WIDTH, text);
+    lmc_replay_note_append(b, text);
     free(text);
 }
 

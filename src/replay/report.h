@@ -33,6 +33,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/strbuf.h"
 #include "replay/outcome.h"
 #include "replay/stats.h"
 
@@ -51,7 +52,7 @@ typedef struct lmc_replay_summary {
     const char *header_digest; /* "" when the trace has none */
     const char *replay_digest;
     double time_scale;
-    bool virtual_pace;            /* --pace virtual: lateness does not apply */
+    bool virtual_pace; /* --pace virtual: lateness does not apply */
     lmc_lateness_stats lateness;
     const lmc_op_stats *ops; /* sorted by qualname */
     size_t n_ops;
@@ -170,6 +171,10 @@ bool lmc_replay_report_sections(const lmc_replay_summary *s, lmc_replay_section_
  * as a malloc'd string ("" when there are none); NULL when memory runs out.
  */
 char *lmc_replay_report_notes(const lmc_replay_summary *s);
+
+/* Append one note in that form: "note: " + text wrapped at 78 columns, continuation
+ * lines indented under the text, ending in "\n" (the sweep's notes use it too). */
+void lmc_replay_note_append(lmc_strbuf *b, const char *text);
 
 /*
  * The result JSON (replay/result_json.h: the one schema that --format json

@@ -20,6 +20,7 @@
 #include "core/escape.h"
 #include "core/json_diff.h"
 #include "core/strbuf.h"
+#include "replay/report.h"
 
 #define OP_PREFIX "lmcache.v1.distributed.storage_manager.StorageManager."
 #define CELL 96
@@ -504,7 +505,7 @@ char *lmc_sweep_format_table(const lmc_sweep *s)
             b.oom = true;
         else {
             lmc_strbuf_puts(&b, "\n");
-            lmc_strbuf_wrap(&b, "note: ", "      ", 78, text);
+            lmc_replay_note_append(&b, text);
         }
         free(text);
         free(tie);

@@ -104,7 +104,6 @@ out:
 /* The output side: the file beside OUT (core/file.h) and the batch going into it. */
 typedef struct slice_out {
     lmc_file_out file;
-    bool open;
     msgpack_sbuffer buf;
 } slice_out;
 
@@ -133,26 +132,16 @@ static lmc_status check_paths(const char *in, const char *out, lmc_error *err)
     return LMC_OK;
 }
 
-static lmc_status out_open(slice_out *o, const char *path, lmc_error *err)
-{
-    lmc_status st = lmc_file_out_open(&o->file, NULL, path, err);
-    o->open = st == LMC_OK;
-    return st;
-}
-
 static lmc_status out_commit(slice_out *o, lmc_error *err)
 {
     lmc_status st = out_flush(o, err);
-    if (st != LMC_OK)
-        return st;
-    o->open = false;
-    return lmc_file_out_commit(&o->file, err);
+    return st != LMC_OK ? st : lmc_file_out_commit(&o->file, err);
 }
 
+/* Nothing to remove once committed (or never opened): abort is then a no-op. */
 static void out_close(slice_out *o)
 {
-    if (o->open) /* not committed */
-        lmc_file_out_abort(&o->file);
+    lmc_file_out_abort(&o->file);
     msgpack_sbuffer_destroy(&o->buf);
 }
 
@@ -170,7 +159,7 @@ lmc_status lmc_trace_slice(const char *in, const char *out, const lmc_trace_slic
         res = &local;
     memset(res, 0, sizeof(*res));
     lmc_trace_reader *rd = NULL;
-    slice_out o = {.open = false};
+    slice_out o = {.file = LMC_FILE_OUT_INIT};
     msgpack_sbuffer_init(&o.buf);
     lmc_status st = check_paths(in, out, err);
     if (st != LMC_OK)
@@ -187,7 +176,7 @@ lmc_status lmc_trace_slice(const char *in, const char *out, const lmc_trace_slic
                            in, src->level);
         goto out;
     }
-    if ((st = out_open(&o, out, err)) != LMC_OK)
+    if ((st = lmc_file_out_open(&o.file, NULL, out, err)) != LMC_OK)
         goto out;
 
     const lmc_trace_filter *f = &opt->filter;
