@@ -16,8 +16,7 @@
  *  - Publishers (any thread) claim slots [p, p + k) and sequence number s
  *    with one CAS on `head`; from then until they store commit[s & qmask]
  *    they alone write those slots. That CAS is the only contended atomic
- *    on the publish path (a rewind, below, adds one CAS on `tail`, at most
- *    once per drain batch).
+ *    on the publish path.
  *  - The consumer is the drain thread or, once that is joined (or if it
  *    never started), the thread calling stop. It alone reads committed
  *    events, clears their commit words and advances `tail`. Its fields
@@ -50,20 +49,19 @@
  *    different sequence number, so it is never taken for s.
  *  - Claim order is publication order: the consumer takes sequence numbers
  *    strictly in turn and never skips an uncommitted one.
- *  - Rewinding: when the queue is empty and the ring's first k slots are
- *    free, a publisher claims them (the slots from head to the end of the
- *    lap are skipped; the consumer finds the event through its commit
- *    word), then moves tail past the skipped slots with a CAS, so that they
- *    do not count as in use until the consumer gets there. Nothing else
- *    writes tail at that moment: the consumer has handed everything back
- *    (the queue was empty) and cannot take the new event before it is
- *    committed. Between the two CASes other publishers see less room,
- *    never more; and the CAS on tail continues the release sequence of
- *    the consumer's store, so the acquire argument above still holds for
- *    the skipped slots. Why: while the drain thread keeps up, events cycle
- *    through the first part of the ring, which stays in the caches,
- *    instead of walking the whole ring (32 MiB by default); copying 2.3 KB
- *    into cold lines cost ~200 ns here, into warm ones ~60 ns.
+ *  - The ring is a plain FIFO: events follow each other round the whole
+ *    ring, never back to its front early. After its commit a publisher
+ *    asks for the slots that follow its event (as many as it took) with a
+ *    prefetch for writing (PREFETCHW on x86-64). Why: the drain thread
+ *    reads every line a publisher writes, so each line's next write needs
+ *    it back from the drain thread's core (or from memory, a lap later);
+ *    on a 2-vCPU guest those fetches cost the 16-key capture ~400 ns when
+ *    the writes waited for them, and nothing once requested in advance,
+ *    between calls (docs/benchmarks.md, "Lines the drain thread read").
+ *    An earlier version restarted at the ring's front whenever the queue
+ *    was empty, to keep the lines in use few and warm; but those were the
+ *    very lines the drain thread had just read, and the next event's
+ *    position could not be predicted.
  *  - Sleeping without losing a wake-up: the consumer stores its state
  *    (DOZING or ASLEEP), then re-reads the commit word at its tail; a
  *    publisher stores its commit word, then reads the state. Each side
@@ -89,6 +87,9 @@
 #include "obs/event_bus.h"
 
 #include <errno.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 #include <linux/futex.h>
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -114,7 +115,6 @@
 #define BYTES_PER_EVENT 2560u             /* derived ring: per queued event */
 #define MAX_RING_BYTES ((size_t)1 << 32)  /* len must fit a uint32 */
 #define MAX_QUEUE ((size_t)1 << 30)       /* seq differences fit 31 bits */
-#define REWIND_MIN_SLOTS 16u              /* 1 KiB: see rewind_min */
 #define RELEASE_EVERY 16u                 /* consumer: events per tail release */
 #define DOZE_NS (200 * 1000L)             /* consumer: idle nap publishers ignore */
 #define SLEEP_NS (100 * 1000 * 1000L)     /* consumer: idle wait publishers end */
@@ -192,7 +192,6 @@ struct lmc_event_bus {
     unsigned char *ring;      /* nslots * 64 bytes, mmap'd */
     _Atomic uint64_t *commit; /* per sequence number (mod qmask + 1): see commit_word */
     uint32_t qmask;
-    uint32_t rewind_min; /* rewind only from this slot index on */
     size_t map_bytes;
     /* A (CLOCK_MONOTONIC, CLOCK_REALTIME) pair sampled at create, from which
      * reserve_mono derives an event's wall-clock timestamp. */
@@ -202,6 +201,8 @@ struct lmc_event_bus {
     bool asym_fence;
     /* reserve_now stamps with the TSC (see lmc_tsc_usable), not CLOCK_MONOTONIC. */
     bool use_tsc;
+    /* The CPU has PREFETCHW (see prefetch_next). */
+    bool prefetchw;
 
     /* Publishers: the claim word (the one contended atomic). */
     alignas(64) _Atomic uint64_t head;
@@ -286,6 +287,38 @@ static inline uint64_t commit_word(uint32_t seq, uint32_t pos)
 static inline unsigned char *slot_ptr(const lmc_event_bus *bus, uint32_t pos)
 {
     return bus->ring + (size_t)(pos & bus->mask) * SLOT_BYTES;
+}
+
+/* PREFETCHW: CPUID 0x80000001 ECX bit 8 (AMD's 3DNowPrefetch, Intel's PRFCHW). */
+static bool cpu_has_prefetchw(void)
+{
+#if defined(__x86_64__)
+    unsigned a, b, c, d;
+    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
+#else
+    return false;
+#endif
+}
+
+/*
+ * After the commit of k slots at pos: ask for the k slots that follow,
+ * for writing, so that the next event (most likely as long, most likely
+ * this thread's) finds its lines here rather than in the drain thread's
+ * cache (see the top of the file). A hint: it changes no byte, and a
+ * wrong guess costs a line fetched early.
+ */
+static inline void prefetch_next(const lmc_event_bus *bus, uint32_t pos, uint32_t k)
+{
+    for (uint32_t i = 0; i < k; i++) {
+        const unsigned char *p = slot_ptr(bus, pos + k + i);
+#if defined(__x86_64__)
+        if (bus->prefetchw) {
+            __asm__ __volatile__("prefetchw %0" : : "m"(*p));
+            continue;
+        }
+#endif
+        __builtin_prefetch(p, 1, 3);
+    }
 }
 
 static void futex_wake_one(_Atomic uint32_t *word)
@@ -495,13 +528,7 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
     if (bus->release_events > bus->max_queue / 4)
         bus->release_events = bus->max_queue / 4 ? (uint32_t)(bus->max_queue / 4) : 1;
     bus->release_slots = bus->nslots / 4 ? bus->nslots / 4 : 1;
-    /* Rewind as soon as we are a little way in: the region that cycles
-     * is then about one drain batch (DOZE_NS of events), which stays in
-     * the caches. (Measured here: a 2.3 KB event costs ~200 ns once the
-     * region grows past a few hundred KiB, as warm lines decay between
-     * events on a shared host.) A rewind costs a second atomic (on tail)
-     * and happens at most once per batch. */
-    bus->rewind_min = cfg->no_rewind ? UINT32_MAX : REWIND_MIN_SLOTS;
+    bus->prefetchw = cpu_has_prefetchw();
     /* The wall clock read between two monotonic ones: pairing it with their
      * midpoint halves the error of the derived timestamps. */
     uint64_t m0 = lmc_mono_ns();
@@ -678,19 +705,11 @@ static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, uin
             return drop_event(bus, DROP_CLOSED, len);
         uint32_t queued = (word_seq(h) - word_seq(t)) & (uint32_t)SEQ_MASK;
         pos = word_pos(h);
-        uint32_t idx = pos & bus->mask;
-        /* The queue is empty (so tail == head), we are far into the ring,
-         * and its first k slots are free: rewind to them (see the top of
-         * the file). */
-        bool rewind = queued == 0 && idx >= bus->rewind_min && idx >= k;
-        if (rewind)
-            pos += bus->nslots - idx;
         bool queue_full = queued >= bus->max_queue;
-        if (queue_full || (!rewind && (uint32_t)(pos + k - word_pos(t)) > bus->nslots)) {
+        if (queue_full || (uint32_t)(pos + k - word_pos(t)) > bus->nslots) {
             /* Full on this snapshot. If tail has moved meanwhile (the
-             * consumer freed space, or a rewind released skipped slots),
-             * look again, at most twice, so that a stale view rarely
-             * costs an event; a drop never waits. */
+             * consumer freed space), look again, at most twice, so that a
+             * stale view rarely costs an event; a drop never waits. */
             if (retries++ < 2 && atomic_load_explicit(&bus->tail, memory_order_relaxed) != t)
                 continue;
             return drop_event(bus, queue_full ? DROP_QUEUE_FULL : DROP_RING_FULL, len);
@@ -699,22 +718,9 @@ static inline bool reserve_at(lmc_event_bus *bus, uint32_t type, size_t len, uin
         if (!atomic_compare_exchange_weak_explicit(&bus->head, &h, nh, memory_order_relaxed,
                                                    memory_order_relaxed))
             continue;
-        uint32_t base = word_pos(t);
-        if (rewind) {
-            /* Release the skipped slots at once, or publishers would count
-             * them as in use until the consumer passes this event. Nothing
-             * else writes tail now: the consumer has released everything
-             * and cannot consume our event before we commit it. Until this
-             * store, publishers see less room, never more. */
-            uint64_t expect = t;
-            atomic_compare_exchange_strong_explicit(&bus->tail, &expect,
-                                                    word_make(pos, word_seq(t)),
-                                                    memory_order_acq_rel, memory_order_relaxed);
-            base = pos;
-        }
         /* Half full or more: the commit wakes even a dozing consumer. */
         r->urgent = 2 * (queued + 1) >= bus->max_queue ||
-                    2 * (uint64_t)(uint32_t)(pos + k - base) >= bus->nslots;
+                    2 * (uint64_t)(uint32_t)(pos + k - word_pos(t)) >= bus->nslots;
         break;
     }
 
@@ -834,6 +840,7 @@ void lmc_event_bus_commit(lmc_event_reservation *r)
         atomic_store(cw, w);
     }
     wake_consumer(bus, r->urgent);
+    prefetch_next(bus, (uint32_t)r->pos, slots_for(r->len));
     r->bus = NULL;
 }
 
@@ -881,7 +888,8 @@ static void consume_one(lmc_event_bus *bus, uint64_t w)
 {
     if (--bus->cal_countdown == 0)
         tsc_maybe_recalibrate(bus); /* every CAL_CHECK_EVERY events: one clock read */
-    uint32_t pos = (uint32_t)(w & POS_MASK); /* c_pos, or after it if it rewound */
+    /* The position its publisher claimed: c_pos, the ring being a FIFO. */
+    uint32_t pos = (uint32_t)(w & POS_MASK);
     ev_hdr hdr;
     memcpy(&hdr, slot_ptr(bus, pos), sizeof(hdr));
     size_t at = (size_t)(pos & bus->mask) * SLOT_BYTES + HDR_BYTES;
@@ -928,7 +936,7 @@ static void consume_one(lmc_event_bus *bus, uint64_t w)
     }
 
     uint32_t end = pos + slots_for(hdr.len);
-    uint32_t freed = end - bus->c_pos; /* with any slots a rewind skipped */
+    uint32_t freed = end - bus->c_pos;
     bus->c_pos = end;
     bus->c_seq = (bus->c_seq + 1) & (uint32_t)SEQ_MASK;
     bus->c_unreleased++;

@@ -18,9 +18,10 @@
  * Under steady load the drain thread takes events in batches: it naps for
  * up to 0.2 ms between them, and publishers leave it be unless the ring is
  * half full, so they make no syscalls. After a longer idle spell it sleeps
- * and the next event wakes it at once. When the queue is empty, events
- * restart at the ring's front, so the part of the ring in use stays small
- * and in the caches. The whole ring is mapped and faulted in at create.
+ * and the next event wakes it at once. Events go round the whole ring in
+ * order; a publisher asks in advance for the lines of the next event (a
+ * write prefetch), which the drain thread has read since their last use.
+ * The whole ring is mapped and faulted in at create.
  *
  * Threads: publish/reserve/commit from any thread. subscribe and
  * register_subscriber from any thread, at any time (also while running: a
@@ -62,8 +63,6 @@ typedef struct lmc_event_bus_config {
                               64 KiB; else rounded up to a power of two (at least 128,
                               at most 4 GiB). An event takes 16 + len bytes, rounded
                               up to 64. */
-    bool no_rewind;        /* never restart at the ring's front when the queue is empty
-                              (a plain FIFO ring; for tests of the wrap-around path) */
     bool no_tsc;           /* reserve_now reads CLOCK_MONOTONIC even where the TSC would
                               do (tests and benchmarks of the fallback) */
 } lmc_event_bus_config;

@@ -262,14 +262,13 @@ static void test_storage_manager_calls_are_recorded_with_their_arguments(void **
     lmc_trace_reader_close(rd);
 }
 
-/* A small ring without rewinding, so that captures wrap around its end and
- * take the piecewise path as well as the direct one: both record the same. */
+/* A small ring, so that captures wrap around its end and take the
+ * piecewise path as well as the direct one: both record the same. */
 static void test_captures_across_the_ring_end_record_their_arguments(void **state)
 {
     fixture *f = *state;
     lmc_event_bus_destroy(f->bus);
-    lmc_event_bus_config cfg = {
-        .enabled = true, .max_queue_size = 64, .ring_bytes = 4096, .no_rewind = true};
+    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = 64, .ring_bytes = 4096};
     assert_int_equal(lmc_event_bus_create(&cfg, &f->bus, NULL), LMC_OK);
     lmc_trace_recorder *r = record_to(f);
     enum { CALLS = 12 };
