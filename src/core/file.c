@@ -284,6 +284,11 @@ lmc_status lmc_file_out_commit(lmc_file_out *o, lmc_error *err)
     return LMC_OK;
 }
 
+lmc_status lmc_file_write_error(const char *what, const char *path, int errnum, lmc_error *err)
+{
+    return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(errnum));
+}
+
 lmc_status lmc_file_write_all(const char *what, const char *path, const char *text, lmc_error *err)
 {
     lmc_file_out o;

@@ -78,6 +78,13 @@ void lmc_file_out_abort(lmc_file_out *o);
 lmc_status lmc_file_write_all(const char *what, const char *path, const char *text, lmc_error *err);
 
 /*
+ * LMC_ERR_IO with the outputs' message for a write to a stream from
+ * lmc_file_fopen that failed (fwrite, fflush or fclose): "cannot write
+ * WHAT 'PATH': strerror(errnum)".
+ */
+lmc_status lmc_file_write_error(const char *what, const char *path, int errnum, lmc_error *err);
+
+/*
  * A random value for a name the program chooses (a trace path, a shared
  * memory region) when a predictable one may be taken: by a file left from
  * an earlier process with the same pid, or planted. From getrandom(2);

@@ -51,12 +51,6 @@ struct lmc_replay_output {
 };
 
 /* "cannot write --flag 'path': why" (or without the flag), returning LMC_ERR_IO. */
-static lmc_status write_error(const lmc_replay_output *o, int errnum, lmc_error *err)
-{
-    return lmc_error_set(err, LMC_ERR_IO, "cannot write %s%s'%s': %s", o->flag ? o->flag : "",
-                         o->flag ? " " : "", o->path, strerror(errnum));
-}
-
 void lmc_replay_output_destroy(lmc_replay_output *o)
 {
     if (o == NULL)
@@ -115,7 +109,7 @@ lmc_status lmc_replay_output_finish(lmc_replay_output *o, const lmc_replay_summa
         FILE *f = o->file;
         o->file = NULL;
         if (f != stdout && fclose(f) != 0)
-            st = write_error(o, errno, err);
+            st = lmc_file_write_error(o->flag, o->path, errno, err);
     }
     char *text = NULL;
     if (st == LMC_OK && o->format->render != NULL) {

@@ -43,11 +43,11 @@ typedef struct synth_file {
     lmc_error *err;
 } synth_file;
 
-static lmc_status io_error(synth_file *s, const char *what)
+/* A failed fwrite or fclose, in the outputs' words (core/file.h); the first one counts. */
+static lmc_status io_error(synth_file *s)
 {
     if (s->st == LMC_OK)
-        s->st = lmc_error_set(s->err, LMC_ERR_IO, "synthetic trace '%s': %s: %s", s->path, what,
-                              strerror(errno));
+        s->st = lmc_file_write_error("synthetic trace", s->path, errno, s->err);
     return s->st;
 }
 
@@ -84,7 +84,7 @@ static void synth_flush(synth_file *s)
 {
     if (s->st == LMC_OK && s->buf.size > 0 &&
         fwrite(s->buf.data, 1, s->buf.size, s->f) != s->buf.size)
-        io_error(s, "cannot write");
+        io_error(s);
     s->buf.size = 0;
 }
 
@@ -112,7 +112,7 @@ static lmc_status synth_close(synth_file *s)
     synth_flush(s);
     msgpack_sbuffer_destroy(&s->buf);
     if (s->f != NULL && fclose(s->f) != 0)
-        io_error(s, "cannot close");
+        io_error(s);
     return s->st;
 }
 

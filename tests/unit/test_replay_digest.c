@@ -303,12 +303,33 @@ static void test_virtual_time_gives_the_hit_rates_of_realtime(void **state)
     lmc_replay_result_free(&r);
 }
 
+/* The synthetic traces the tests and benches write report a failed write
+ * in the outputs' words (core/file.h), whether fwrite or the final close
+ * finds the disk full. */
+static void test_a_synthetic_trace_into_a_full_device_is_an_error_naming_it(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+        skip();
+    lmc_error err;
+    assert_int_equal(lmc_replay_synth_store_pairs("/dev/full", 4, 2, 0.001, 4, &err), LMC_ERR_IO);
+    assert_string_equal(err.msg,
+                        "cannot write synthetic trace '/dev/full': No space left on device");
+    assert_int_equal(lmc_replay_synth_lookups("/dev/full", 2000, 16, 0.001, 8, &err), LMC_ERR_IO);
+    assert_string_equal(err.msg,
+                        "cannot write synthetic trace '/dev/full': No space left on device");
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_five_virtual_replays_give_one_digest_in_both_modes_and_any_l2),
         cmocka_unit_test(test_one_changed_byte_of_one_key_changes_the_digest),
         cmocka_unit_test(test_virtual_time_gives_the_hit_rates_of_realtime),
+        cmocka_unit_test(test_a_synthetic_trace_into_a_full_device_is_an_error_naming_it),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -412,6 +412,28 @@ static void test_jsonl_into_missing_directory_fails_at_open_naming_flag_and_path
     assert_string_equal(err.msg, want);
 }
 
+/* A full device takes the records into stdio's buffer; the close that
+ * flushes them fails, and finish says so in the outputs' words. */
+static void test_jsonl_into_a_full_device_fails_at_finish_naming_flag_and_path(void **state)
+{
+    (void)state;
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+        skip();
+    lmc_replay_output *o;
+    assert_int_equal(
+        lmc_replay_output_open(&lmc_replay_output_jsonl, "/dev/full", "--jsonl-out", &o, NULL),
+        LMC_OK);
+    lmc_replay_record_view rec = {.index = 1, .qualname = "a.op", .latency_s = 0.001};
+    lmc_replay_output_record(o, &rec);
+    lmc_error err;
+    assert_int_equal(lmc_replay_output_finish(o, NULL, &err), LMC_ERR_IO);
+    assert_string_equal(err.msg, "cannot write --jsonl-out '/dev/full': No space left on device");
+    lmc_replay_output_destroy(o);
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
+}
+
 /* ---- final outputs ------------------------------------------------------- */
 
 static void test_a_final_output_touches_its_file_only_when_finished(void **state)
@@ -534,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_json_into_missing_directory_is_an_io_error_naming_the_path),
         cmocka_unit_test(test_jsonl_writes_one_object_per_record_as_the_replay_runs),
         cmocka_unit_test(test_jsonl_into_missing_directory_fails_at_open_naming_flag_and_path),
+        cmocka_unit_test(test_jsonl_into_a_full_device_fails_at_finish_naming_flag_and_path),
         cmocka_unit_test(test_a_final_output_touches_its_file_only_when_finished),
         cmocka_unit_test(test_a_final_output_checks_its_path_at_open_and_keeps_an_existing_file),
         cmocka_unit_test(test_the_result_table_in_a_file_is_the_report_text),
