@@ -3,9 +3,9 @@
 # attack in turn (tests/tools/attack.c plays the hostile client), and after
 # each one check that the server answers a ping and serves a normal
 # `lmcache bench server` run that verifies every byte. At the end, after a
-# last verified bench run: 0 corrupt chunks, the server's RSS back within
-# 10% of its baseline (after a warm-up that fills L1; reported, not
-# checked, under a sanitizer), a clean stop with a clean memcheck and no L1
+# last verified bench run: 0 corrupt chunks, the server's own memory
+# (RssAnon) back within 4 MiB of its baseline after a warm-up (reported,
+# not checked, under a sanitizer), a clean stop with a clean memcheck and no L1
 # lock left once the sessions ended. Then two servers of their own: one
 # with a slow L2 and one worker (free_lookup_locks never parks it), and the
 # start-up hardening (a non-loopback --host, an L1 pool above physical
@@ -18,7 +18,13 @@ set -u
 . "$(dirname "$0")/lib.sh" "$@"
 ATTACK="$TOOLS/attack"
 
-rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+# The server's own memory (heap, stacks: RssAnon). Not VmRSS: that also counts the pages
+# of the L1 pool (shared memory, RssShmem) as they are first touched, and a warm-up on a
+# loaded machine once touched ~7 MB fewer of them than the attacks then did (VmRSS 65 MB
+# after it, against 72.5 MB run alone; 74 MB at the end either way): growth, not a leak.
+# RssAnon is ~2 MB here, so the check allows 4 MiB over the baseline, not a share of it: a
+# leak of 3 bytes per request over the flood attack's 2 M requests would exceed that.
+rss_kb() { awk '/^RssAnon/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 
 # Under a sanitizer RSS says nothing (ASan's quarantine keeps freed memory): reported only.
 if ldd "$LMCACHE" 2>/dev/null | grep -q 'lib[at]san'; then
@@ -142,10 +148,10 @@ bench_ok final "${BENCH[@]}" --seed 2
 rc=$?; expect "the final bench run: every byte verified, no error: $(tail -2 "$T/bench-final.err")" $rc
 sleep 2 # idle: the server gives back what it freed
 END=$(rss_kb "$SRV")
-echo "server RSS: baseline ${BASE} kB, after the attacks ${AFTER} kB, at the end ${END} kB"
+echo "server RssAnon: baseline ${BASE} kB, after the attacks ${AFTER} kB, at the end ${END} kB"
 if [ -z "${ATTACK_NO_RSS:-}" ]; then
-    awk -v b="$BASE" -v e="$END" 'BEGIN { exit !(e <= b * 1.10) }'
-    expect "RSS is back within 10% of its baseline (${BASE} -> ${END} kB)" $?
+    awk -v b="$BASE" -v e="$END" 'BEGIN { exit !(e <= b + 4096) }'
+    expect "the server's own memory (RssAnon) is back within 4 MiB of its baseline (${BASE} -> ${END} kB)" $?
 fi
 
 kill -TERM "$SRV"
