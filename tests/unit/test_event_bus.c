@@ -17,7 +17,6 @@
 #include <cmocka.h>
 // clang-format on
 
-#include <dirent.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -29,6 +28,7 @@
 
 #include "core/clock.h"
 #include "core/log.h"
+#include "helpers/thread_test_util.h"
 #include "obs/event_bus.h"
 
 #define WAIT_MS 3000
@@ -163,46 +163,6 @@ static lmc_event_bus *bus_new(bool enabled, size_t max_queue, size_t ring_bytes)
     assert_int_equal(lmc_event_bus_create(&cfg, &bus, &err), LMC_OK);
     assert_non_null(bus);
     return bus;
-}
-
-/* Threads of this process named "EventBus" (from /proc/self/task/ * /comm). */
-static int count_event_bus_threads(void)
-{
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300];
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            continue; /* the thread ended meanwhile */
-        char name[64] = {0};
-        if (fgets(name, sizeof(name), f) != NULL && strcmp(name, "EventBus\n") == 0)
-            n++;
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
-/*
- * The number of "EventBus" threads once it stops changing towards want (at
- * most 1 s): a joined thread can linger in /proc/self/task for a moment
- * after pthread_join returns, because the kernel clears the tid before it
- * reaps the task.
- */
-static int settled_event_bus_threads(int want)
-{
-    int n = count_event_bus_threads();
-    for (int i = 0; i < 1000 && n != want; i++) {
-        usleep(1000);
-        n = count_event_bus_threads();
-    }
-    return n;
 }
 
 /* Deterministic bytes for event i. */
@@ -815,19 +775,19 @@ static void test_start_runs_callbacks_on_a_thread_named_EventBus(void **state)
     tap t = {rec, 1};
     lmc_event_bus *bus = bus_new(true, 0, SMALL_RING);
     assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
-    assert_int_equal(settled_event_bus_threads(0), 0);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 0), 0);
     assert_false(lmc_event_bus_running(bus));
 
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_true(lmc_event_bus_running(bus));
-    assert_int_equal(settled_event_bus_threads(1), 1);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 1), 1);
     assert_true(publish_int(bus, TYPE_A, 1));
     assert_int_equal(recorder_wait(rec, 1), 1);
     assert_string_equal(rec->recs[0].thread_name, "EventBus");
 
     lmc_event_bus_stop(bus);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(settled_event_bus_threads(0), 0);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 0), 0);
     lmc_event_bus_destroy(bus);
     recorder_free(rec);
 }
@@ -839,9 +799,9 @@ static void test_double_start_is_idempotent(void **state)
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_true(lmc_event_bus_running(bus));
-    assert_int_equal(settled_event_bus_threads(1), 1);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 1), 1);
     lmc_event_bus_destroy(bus);
-    assert_int_equal(settled_event_bus_threads(0), 0);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 0), 0);
 }
 
 static void test_double_stop_and_stop_without_start_are_safe(void **state)
@@ -920,7 +880,7 @@ static void test_start_after_stop_returns_closed(void **state)
     lmc_event_bus_stop(bus);
     assert_int_equal(lmc_event_bus_start(bus), LMC_ERR_CLOSED);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(settled_event_bus_threads(0), 0);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 0), 0);
     lmc_event_bus_destroy(bus);
 }
 
@@ -933,7 +893,7 @@ static void test_disabled_bus_starts_no_thread_and_drops_without_counting(void *
     assert_int_equal(lmc_event_bus_subscribe(bus, TYPE_A, record_cb, &t), LMC_OK);
     assert_int_equal(lmc_event_bus_start(bus), LMC_OK);
     assert_false(lmc_event_bus_running(bus));
-    assert_int_equal(settled_event_bus_threads(0), 0);
+    assert_int_equal(thread_test_settle("EventBus", NULL, 0), 0);
 
     assert_false(publish_int(bus, TYPE_A, 1));
     lmc_event_reservation r;

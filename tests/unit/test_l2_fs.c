@@ -23,6 +23,7 @@
 #include "core/log.h"
 #include "helpers/file_test_util.h"
 #include "helpers/l2_test_util.h"
+#include "helpers/thread_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
 
@@ -735,22 +736,7 @@ static void test_fs_worker_thread_is_named_and_reported(void **state)
     fixture *f = *state;
     lmc_l2_adapter *a = fs_adapter(f, "");
     assert_non_null(a);
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    bool found = false;
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL && !found) {
-        char p[300], comm[32] = "";
-        snprintf(p, sizeof(p), "/proc/self/task/%s/comm", de->d_name);
-        FILE *fp = fopen(p, "r");
-        if (fp == NULL)
-            continue;
-        if (fgets(comm, sizeof(comm), fp) != NULL && strncmp(comm, "l2-fs-", 6) == 0)
-            found = true;
-        fclose(fp);
-    }
-    closedir(d);
-    assert_true(found);
+    assert_true(thread_test_settle("l2-fs-", NULL, 1) >= 1);
     lmc_json *s = lmc_l2_adapter_report_status(a);
     assert_non_null(s);
     assert_string_equal(lmc_json_get_string(lmc_json_object_get(s, "type"), NULL), "fs");

@@ -19,7 +19,6 @@
 #include <cmocka.h>
 /* clang-format on */
 
-#include <dirent.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -30,6 +29,7 @@
 #include "core/clock.h"
 #include "core/log.h"
 #include "helpers/l2_test_util.h"
+#include "helpers/thread_test_util.h"
 #include "l2/adapter.h"
 #include "l2/adapter_impl.h"
 #include "l2/worker.h"
@@ -478,29 +478,11 @@ static void test_threads_are_named_after_the_type_and_index(void **state)
     lmc_l2_workers_config cfg = config(f, 2);
     start(f, &cfg);
     assert_true(lmc_l2_workers_get_stats(f->w).alive);
-    size_t named = 0;
-    bool index0 = false, index1 = false;
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    struct dirent *de;
-    while ((de = readdir(d)) != NULL) {
-        char p[300], comm[32] = "";
-        snprintf(p, sizeof(p), "/proc/self/task/%s/comm", de->d_name);
-        FILE *fp = fopen(p, "r");
-        if (fp == NULL)
-            continue;
-        if (fgets(comm, sizeof(comm), fp) != NULL && strncmp(comm, "l2-tw-", 6) == 0) {
-            named++;
-            comm[strcspn(comm, "\n")] = '\0';
-            size_t len = strlen(comm);
-            index0 |= len > 2 && strcmp(comm + len - 2, "-0") == 0;
-            index1 |= len > 2 && strcmp(comm + len - 2, "-1") == 0;
-        }
-        fclose(fp);
-    }
-    closedir(d);
-    assert_int_equal(named, 2);
-    assert_true(index0 && index1);
+    /* Settled: a worker names itself once it runs, and the previous test's
+     * joined workers can linger in /proc/self/task for a moment. */
+    assert_int_equal(thread_test_settle("l2-tw-", NULL, 2), 2);
+    assert_int_equal(thread_test_count("l2-tw-", "-0"), 1);
+    assert_int_equal(thread_test_count("l2-tw-", "-1"), 1);
 }
 
 static void test_start_rejects_an_incomplete_config(void **state)

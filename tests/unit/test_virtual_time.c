@@ -14,7 +14,6 @@
 #include <cmocka.h>
 // clang-format on
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include "core/clock.h"
 #include "core/json.h"
 #include "helpers/sm_test_util.h"
+#include "helpers/thread_test_util.h"
 #include "lmcache/storage_manager.h"
 
 #define US 1000ull
@@ -90,33 +90,11 @@ static bool status_healthy(lmc_storage_manager *sm)
     return ok;
 }
 
-/* Threads of this process whose name starts with prefix. */
-static size_t threads_named(const char *prefix)
-{
-    DIR *d = opendir("/proc/self/task");
-    assert_non_null(d);
-    size_t n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        char path[300], name[64] = "";
-        snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-        FILE *f = fopen(path, "r");
-        if (f == NULL)
-            continue;
-        if (fgets(name, sizeof(name), f) != NULL && strncmp(name, prefix, strlen(prefix)) == 0)
-            n++;
-        fclose(f);
-    }
-    closedir(d);
-    return n;
-}
-
 static size_t controller_threads(void)
 {
-    return threads_named("store-ctl") + threads_named("prefetch-ctl") + threads_named("l1-evict") +
-           threads_named("l2-evict") + threads_named("l2-");
+    return thread_test_count("store-ctl", NULL) + thread_test_count("prefetch-ctl", NULL) +
+           thread_test_count("l1-evict", NULL) + thread_test_count("l2-evict", NULL) +
+           thread_test_count("l2-", NULL);
 }
 
 /* Store keys (pattern bytes) at the current virtual time and hand them to the controllers. */
@@ -194,7 +172,7 @@ static void test_manual_mode_starts_no_background_thread(void **state)
                     "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1}",
                     NULL};
     lmc_storage_manager *threaded = sm_test_create_argv_ex(7, argv, &opt);
-    assert_int_equal(threads_named("l2-mock"), 1);
+    assert_int_equal(thread_test_count("l2-mock", NULL), 1);
     lmc_sm_destroy(threaded);
 }
 
