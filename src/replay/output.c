@@ -50,7 +50,6 @@ struct lmc_replay_output {
     FILE *file; /* open while records stream in (per-record formats) */
 };
 
-/* "cannot write --flag 'path': why" (or without the flag), returning LMC_ERR_IO. */
 void lmc_replay_output_destroy(lmc_replay_output *o)
 {
     if (o == NULL)

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "core/file.h"
+#include "helpers/file_test_util.h"
 #include "helpers/sm_test_util.h"
 
 typedef struct fixture {
@@ -182,14 +183,11 @@ static void test_dev_null_is_written_in_place_and_stays_a_device(void **state)
 static void test_a_full_device_is_an_error_naming_it_and_is_not_replaced(void **state)
 {
     (void)state;
-    struct stat st;
-    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
-        skip();
+    file_test_need_dev_full();
     lmc_error err;
     assert_int_equal(lmc_file_write_all("-o", "/dev/full", "bytes", &err), LMC_ERR_IO);
     assert_string_equal(err.msg, "cannot write -o '/dev/full': No space left on device");
-    assert_int_equal(stat("/dev/full", &st), 0);
-    assert_true(S_ISCHR(st.st_mode));
+    file_test_assert_dev_full_kept();
 }
 
 typedef struct fifo_reader {

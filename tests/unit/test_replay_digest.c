@@ -34,6 +34,7 @@
 
 #include "client/workload.h"
 #include "core/log.h"
+#include "helpers/file_test_util.h"
 #include "helpers/redis_test_util.h"
 #include "helpers/sm_test_util.h"
 #include "helpers/trace_test_util.h"
@@ -309,9 +310,7 @@ static void test_virtual_time_gives_the_hit_rates_of_realtime(void **state)
 static void test_a_synthetic_trace_into_a_full_device_is_an_error_naming_it(void **state)
 {
     (void)state;
-    struct stat st;
-    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
-        skip();
+    file_test_need_dev_full();
     lmc_error err;
     assert_int_equal(lmc_replay_synth_store_pairs("/dev/full", 4, 2, 0.001, 4, &err), LMC_ERR_IO);
     assert_string_equal(err.msg,
@@ -319,8 +318,7 @@ static void test_a_synthetic_trace_into_a_full_device_is_an_error_naming_it(void
     assert_int_equal(lmc_replay_synth_lookups("/dev/full", 2000, 16, 0.001, 8, &err), LMC_ERR_IO);
     assert_string_equal(err.msg,
                         "cannot write synthetic trace '/dev/full': No space left on device");
-    assert_int_equal(stat("/dev/full", &st), 0);
-    assert_true(S_ISCHR(st.st_mode));
+    file_test_assert_dev_full_kept();
 }
 
 int main(void)

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "core/json.h"
+#include "helpers/file_test_util.h"
 #include "replay/output.h"
 #include "replay/stats.h"
 
@@ -417,9 +418,7 @@ static void test_jsonl_into_missing_directory_fails_at_open_naming_flag_and_path
 static void test_jsonl_into_a_full_device_fails_at_finish_naming_flag_and_path(void **state)
 {
     (void)state;
-    struct stat st;
-    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
-        skip();
+    file_test_need_dev_full();
     lmc_replay_output *o;
     assert_int_equal(
         lmc_replay_output_open(&lmc_replay_output_jsonl, "/dev/full", "--jsonl-out", &o, NULL),
@@ -430,8 +429,7 @@ static void test_jsonl_into_a_full_device_fails_at_finish_naming_flag_and_path(v
     assert_int_equal(lmc_replay_output_finish(o, NULL, &err), LMC_ERR_IO);
     assert_string_equal(err.msg, "cannot write --jsonl-out '/dev/full': No space left on device");
     lmc_replay_output_destroy(o);
-    assert_int_equal(stat("/dev/full", &st), 0);
-    assert_true(S_ISCHR(st.st_mode));
+    file_test_assert_dev_full_kept();
 }
 
 /* ---- final outputs ------------------------------------------------------- */

@@ -172,7 +172,7 @@ static void test_manual_mode_starts_no_background_thread(void **state)
                     "{\"type\": \"mock\", \"max_size_gb\": 1, \"mock_bandwidth_gb\": 1}",
                     NULL};
     lmc_storage_manager *threaded = sm_test_create_argv_ex(7, argv, &opt);
-    assert_int_equal(thread_test_count("l2-mock", NULL), 1);
+    assert_int_equal(thread_test_settle("l2-mock", NULL, 1), 1); /* it names itself once it runs */
     lmc_sm_destroy(threaded);
 }
 

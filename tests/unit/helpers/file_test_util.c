@@ -12,6 +12,7 @@
 #include "file_test_util.h"
 
 #include <stdio.h>
+#include <sys/stat.h>
 
 void file_test_plant_victim(const char *path)
 {
@@ -30,4 +31,18 @@ void file_test_assert_victim(const char *path)
     fclose(v);
     buf[n] = '\0';
     assert_string_equal(buf, "precious");
+}
+
+void file_test_need_dev_full(void)
+{
+    struct stat st;
+    if (stat("/dev/full", &st) != 0 || !S_ISCHR(st.st_mode))
+        skip();
+}
+
+void file_test_assert_dev_full_kept(void)
+{
+    struct stat st;
+    assert_int_equal(stat("/dev/full", &st), 0);
+    assert_true(S_ISCHR(st.st_mode));
 }

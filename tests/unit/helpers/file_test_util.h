@@ -10,4 +10,9 @@ void file_test_plant_victim(const char *path);
 /* path still holds exactly "precious". */
 void file_test_assert_victim(const char *path);
 
+/* Skip the calling test unless /dev/full is the character device it should be. */
+void file_test_need_dev_full(void);
+/* /dev/full is still a character device (a rename over it would make it a file). */
+void file_test_assert_dev_full_kept(void);
+
 #endif
