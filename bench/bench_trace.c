@@ -41,6 +41,11 @@
  *   lttng_ratio_16keys      on_caller_16keys_ns / lttng_event_ns (lower: we are cheaper)
  *   lttng_event_disabled_ns instead of the three above, when no session could
  *                           be set up: the tracepoint's cost with nothing enabled
+ *   on_caller_16keys_other_prefetch_ns  the 16-key call on a second bus whose commits
+ *                           prefetch the next slots the other way from this CPU's
+ *                           default (event_bus.c, choose_prefetch), same trials
+ *   prefetch_choice_ratio   on_caller_16keys_ns / the above, per trial: below 1, the
+ *                           default is the right choice on this CPU
  *
  * Caller-side costs are timed one call at a time with the monotonic clock
  * (the midmean cost of a clock read is subtracted), paced GAP_NS apart
@@ -347,12 +352,14 @@ typedef struct tracing {
     char path[PATH_MAX];
 } tracing;
 
-static int tracing_start(tracing *t, size_t max_queue, bool start_drain)
+/* A bus and its recorder, writing lmcache-bench-trace-<pid><tag>.lct. */
+static int tracing_start(tracing *t, size_t max_queue, bool start_drain,
+                         lmc_event_bus_prefetch prefetch, const char *tag)
 {
     memset(t, 0, sizeof(*t));
-    snprintf(t->path, sizeof(t->path), "%s/lmcache-bench-trace-%d.lct", scratch_dir(),
-             (int)getpid());
-    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = max_queue};
+    snprintf(t->path, sizeof(t->path), "%s/lmcache-bench-trace-%d%s.lct", scratch_dir(),
+             (int)getpid(), tag);
+    lmc_event_bus_config cfg = {.enabled = true, .max_queue_size = max_queue, .prefetch = prefetch};
     lmc_error err;
     if (lmc_event_bus_create(&cfg, &t->bus, &err) != LMC_OK) {
         fprintf(stderr, "bench trace: %s\n", err.msg);
@@ -389,6 +396,16 @@ static void tracing_end(tracing *t)
     unlink(t->path);
     t->bus = NULL;
     t->rec = NULL;
+}
+
+/* One trial of the 16-key call with captures sent to alt's bus, then back to t's. */
+static double time_other_prefetch(tracing *t, tracing *alt, const call_args *c, size_t iters,
+                                  double *ns)
+{
+    lmc_trace_capture_set_bus(alt->bus);
+    double x = time_calls(emit_ours, (void *)c, iters, ns, alt->bus);
+    lmc_trace_capture_set_bus(t->bus);
+    return x;
 }
 
 typedef struct drain_result {
@@ -488,7 +505,7 @@ static double bare_write_s(const char *beside, uint64_t bytes, size_t write_size
 static int bench_drain(const call_args *calls, size_t n, drain_result *out)
 {
     tracing t;
-    if (tracing_start(&t, n + 64, false) != 0)
+    if (tracing_start(&t, n + 64, false, LMC_EVENT_BUS_PREFETCH_AUTO, "") != 0)
         return -1;
     for (size_t i = 0; i < n; i++) {
         const call_args *c = &calls[i % CALL_VARIANTS];
@@ -1086,6 +1103,7 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     double *vclk = calloc((size_t)reps, sizeof(double));
     double *vtsc = calloc((size_t)reps, sizeof(double));
     double *vcopy = calloc((size_t)reps, sizeof(double));
+    double *valt = calloc((size_t)reps, sizeof(double));
     copy_args *cp = aligned_alloc(64, sizeof(copy_args));
     double *ns = malloc(2 * iters * sizeof(double));
     call_args *calls = malloc(CALL_VARIANTS * sizeof(call_args));
@@ -1093,8 +1111,8 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     drain_result *d = calloc((size_t)(DRAIN_PAIRS * reps), sizeof(*d));
     double *dfig = calloc((size_t)(2 * DRAIN_PAIRS * reps), sizeof(double));
     int rc = 1;
-    if (v == NULL || v1 == NULL || vclk == NULL || vtsc == NULL || vcopy == NULL || cp == NULL ||
-        ns == NULL || calls == NULL || c1 == NULL || d == NULL || dfig == NULL)
+    if (v == NULL || v1 == NULL || vclk == NULL || vtsc == NULL || vcopy == NULL || valt == NULL ||
+        cp == NULL || ns == NULL || calls == NULL || c1 == NULL || d == NULL || dfig == NULL)
         goto out;
     for (size_t i = 0; i < CALL_VARIANTS; i++)
         make_call(&calls[i], NKEYS, i + 1);
@@ -1115,20 +1133,36 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
     lttng_run lt;
     bool lttng = lttng_begin(ctx, &lt, iters, loop_n);
 #endif
-    /* A server's bus (default size), drained by its thread into the recorder. */
-    tracing t;
+    /* A server's bus (default size), drained by its thread into the recorder,
+     * and one like it with the write prefetch the other way (see
+     * on_caller_16keys_other_prefetch_ns), which captures go to only while
+     * its series is timed. */
+    tracing t, alt;
     size_t n = 0; /* trials both sides completed */
-    if (tracing_start(&t, 0, true) == 0) {
-        uint64_t dropped0 = lmc_event_bus_dropped(t.bus);
+    if (tracing_start(&t, 0, true, LMC_EVENT_BUS_PREFETCH_AUTO, "") == 0 &&
+        tracing_start(&alt, 0, true,
+                      lmc_event_bus_prefetches(t.bus) ? LMC_EVENT_BUS_PREFETCH_OFF
+                                                      : LMC_EVENT_BUS_PREFETCH_ON,
+                      "-alt") != 0) {
+        tracing_end(&t);
+    } else if (t.bus != NULL) {
+        lmc_trace_capture_set_bus(t.bus);
+        uint64_t dropped0 = lmc_event_bus_dropped(t.bus) + lmc_event_bus_dropped(alt.bus);
         /* Trial by trial: ours, then LTTng's (the other way round in odd trials),
-         * after one warm-up trial of each (r = -1). */
+         * after one warm-up trial of each (r = -1); the other prefetch's
+         * series after ours, before it in odd trials. */
         for (int r = -1; r < reps; r++) {
 #ifdef LMC_HAVE_LTTNG
             if (lttng && r % 2 != 0)
                 lttng = lttng_trial(&lt, r);
 #endif
+            double other = 0;
+            if (r % 2 != 0)
+                other = time_other_prefetch(&t, &alt, &calls[0], iters, ns);
             double one = time_calls(emit_ours, c1, iters, ns, t.bus);
             double sixteen = time_calls(emit_ours, &calls[0], iters, ns, t.bus);
+            if (r % 2 == 0)
+                other = time_other_prefetch(&t, &alt, &calls[0], iters, ns);
             double copy = time_calls(emit_copy, cp, iters, ns, NULL);
             double clk = time_calls(emit_clock_gettime, NULL, iters, ns, NULL);
             double tsc = time_calls(emit_tsc_read, NULL, iters, ns, NULL);
@@ -1142,16 +1176,25 @@ int lmc_bench_group_trace(const lmc_bench_ctx *ctx)
                 vclk[r] = clk;
                 vtsc[r] = tsc;
                 vcopy[r] = copy;
+                valt[r] = other;
                 n += 1;
             }
         }
-        uint64_t dropped = lmc_event_bus_dropped(t.bus) - dropped0;
+        uint64_t dropped = lmc_event_bus_dropped(t.bus) + lmc_event_bus_dropped(alt.bus) - dropped0;
         if (!lmc_event_bus_uses_tsc(t.bus))
             fprintf(stderr, "bench trace: no usable TSC here; captures stamp with "
                             "clock_gettime\n");
+        fprintf(stderr,
+                "bench trace: on this CPU a commit %s the next event's slots (the default); "
+                "on_caller_16keys_other_prefetch_ns is the same call %s\n",
+                lmc_event_bus_prefetches(t.bus) ? "prefetches" : "does not prefetch",
+                lmc_event_bus_prefetches(t.bus) ? "without" : "with the prefetch");
+        tracing_end(&alt);
         tracing_end(&t);
         lmc_bench_report_trials(ctx, "on_caller_1key_ns", v1, n, "ns");
         lmc_bench_report_trials(ctx, "on_caller_16keys_ns", v, n, "ns");
+        lmc_bench_report_trials(ctx, "on_caller_16keys_other_prefetch_ns", valt, n, "ns");
+        lmc_bench_report_ratio(ctx, "prefetch_choice_ratio", v, valt, n, "x");
         lmc_bench_report_trials(ctx, "clock_gettime_ns", vclk, n, "ns");
         lmc_bench_report_trials(ctx, "tsc_read_ns", vtsc, n, "ns");
         lmc_bench_report_trials(ctx, "copy_16keys_ns", vcopy, n, "ns");
@@ -1209,6 +1252,7 @@ out:
     free(vclk);
     free(vtsc);
     free(vcopy);
+    free(valt);
     free(cp);
     free(ns);
     free(calls);

@@ -55,9 +55,16 @@
  *    prefetch for writing (PREFETCHW on x86-64). Why: the drain thread
  *    reads every line a publisher writes, so each line's next write needs
  *    it back from the drain thread's core (or from memory, a lap later);
- *    on a 2-vCPU guest those fetches cost the 16-key capture ~400 ns when
- *    the writes waited for them, and nothing once requested in advance,
- *    between calls (docs/benchmarks.md, "Lines the drain thread read").
+ *    on 2-vCPU AMD guests those fetches cost the 16-key capture ~300 ns
+ *    (Zen 3) and ~120 ns (Zen 4) when the writes waited for them, and
+ *    nothing once requested in advance, between calls (docs/benchmarks.md,
+ *    "Lines the drain thread read"). On an Intel guest the same prefetch
+ *    cost the capture 40-70 ns instead: its store buffer absorbed the
+ *    misses, and the ~30 prefetches of a 16-key event were paid inside the
+ *    call ("The write prefetch on an Intel guest"). So the bus decides once,
+ *    at create, by CPU vendor (choose_prefetch); the config can force it
+ *    either way, and `bench micro trace` measures the other choice in the
+ *    same run (on_caller_16keys_other_prefetch_ns).
  *    An earlier version restarted at the ring's front whenever the queue
  *    was empty, to keep the lines in use few and warm; but those were the
  *    very lines the drain thread had just read, and the next event's
@@ -201,8 +208,8 @@ struct lmc_event_bus {
     bool asym_fence;
     /* reserve_now stamps with the TSC (see lmc_tsc_usable), not CLOCK_MONOTONIC. */
     bool use_tsc;
-    /* The CPU has PREFETCHW (see prefetch_next). */
-    bool prefetchw;
+    /* How a commit prefetches the next event's slots: PF_* (see prefetch_next). */
+    uint8_t prefetch;
 
     /* Publishers: the claim word (the one contended atomic). */
     alignas(64) _Atomic uint64_t head;
@@ -289,15 +296,27 @@ static inline unsigned char *slot_ptr(const lmc_event_bus *bus, uint32_t pos)
     return bus->ring + (size_t)(pos & bus->mask) * SLOT_BYTES;
 }
 
-/* PREFETCHW: CPUID 0x80000001 ECX bit 8 (AMD's 3DNowPrefetch, Intel's PRFCHW). */
-static bool cpu_has_prefetchw(void)
+/* The bus's prefetch field. */
+enum { PF_NONE, PF_PREFETCHW, PF_GENERIC };
+
+/*
+ * AUTO: none on Intel x86-64 (measured to cost there, see the top), else
+ * PREFETCHW where the CPU has it (CPUID 0x80000001 ECX bit 8: AMD's
+ * 3DNowPrefetch, Intel's PRFCHW), else the compiler's write prefetch.
+ */
+static uint8_t choose_prefetch(lmc_event_bus_prefetch want)
 {
+    if (want == LMC_EVENT_BUS_PREFETCH_OFF)
+        return PF_NONE;
 #if defined(__x86_64__)
     unsigned a, b, c, d;
-    return __get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8));
-#else
-    return false;
+    if (want == LMC_EVENT_BUS_PREFETCH_AUTO && __get_cpuid(0, &a, &b, &c, &d) && b == 0x756e6547u &&
+        d == 0x49656e69u && c == 0x6c65746eu) /* "Genu" "ineI" "ntel" */
+        return PF_NONE;
+    if (__get_cpuid(0x80000001u, &a, &b, &c, &d) && (c & (1u << 8)))
+        return PF_PREFETCHW;
 #endif
+    return PF_GENERIC;
 }
 
 /*
@@ -309,10 +328,12 @@ static bool cpu_has_prefetchw(void)
  */
 static inline void prefetch_next(const lmc_event_bus *bus, uint32_t pos, uint32_t k)
 {
+    if (bus->prefetch == PF_NONE)
+        return;
     for (uint32_t i = 0; i < k; i++) {
         const unsigned char *p = slot_ptr(bus, pos + k + i);
 #if defined(__x86_64__)
-        if (bus->prefetchw) {
+        if (bus->prefetch == PF_PREFETCHW) {
             __asm__ __volatile__("prefetchw %0" : : "m"(*p));
             continue;
         }
@@ -485,6 +506,9 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
         return lmc_error_set(err, LMC_ERR_INVALID, "event bus: out is NULL");
     *out = NULL;
 
+    if ((unsigned)cfg->prefetch > LMC_EVENT_BUS_PREFETCH_OFF)
+        return lmc_error_set(err, LMC_ERR_INVALID, "event bus: prefetch %d is not AUTO, ON or OFF",
+                             (int)cfg->prefetch);
     size_t max_queue = cfg->max_queue_size ? cfg->max_queue_size : LMC_EVENT_BUS_DEFAULT_QUEUE;
     if (max_queue > MAX_QUEUE)
         return lmc_error_set(err, LMC_ERR_INVALID,
@@ -528,7 +552,7 @@ lmc_status lmc_event_bus_create(const lmc_event_bus_config *cfg, lmc_event_bus *
     if (bus->release_events > bus->max_queue / 4)
         bus->release_events = bus->max_queue / 4 ? (uint32_t)(bus->max_queue / 4) : 1;
     bus->release_slots = bus->nslots / 4 ? bus->nslots / 4 : 1;
-    bus->prefetchw = cpu_has_prefetchw();
+    bus->prefetch = choose_prefetch(cfg->prefetch);
     /* The wall clock read between two monotonic ones: pairing it with their
      * midpoint halves the error of the derived timestamps. */
     uint64_t m0 = lmc_mono_ns();
@@ -773,6 +797,11 @@ bool lmc_event_bus_reserve_now(lmc_event_bus *bus, uint32_t type, size_t len,
 bool lmc_event_bus_uses_tsc(const lmc_event_bus *bus)
 {
     return bus->use_tsc;
+}
+
+bool lmc_event_bus_prefetches(const lmc_event_bus *bus)
+{
+    return bus->prefetch != PF_NONE;
 }
 
 /* Copy n bytes to payload offset `off` of the event at pos, wrapping at the ring end. */

@@ -20,7 +20,8 @@
  * half full, so they make no syscalls. After a longer idle spell it sleeps
  * and the next event wakes it at once. Events go round the whole ring in
  * order; a publisher asks in advance for the lines of the next event (a
- * write prefetch), which the drain thread has read since their last use.
+ * write prefetch), which the drain thread has read since their last use,
+ * on the CPUs where that was measured to pay (see the config's prefetch).
  * The whole ring is mapped and faulted in at create.
  *
  * Threads: publish/reserve/commit from any thread. subscribe and
@@ -56,6 +57,13 @@ enum {
     LMC_EVENT_TYPE_MAX = 64, /* types are < this */
 };
 
+/* The write prefetch of a commit (event_bus.c, prefetch_next). */
+typedef enum lmc_event_bus_prefetch {
+    LMC_EVENT_BUS_PREFETCH_AUTO = 0, /* by CPU: on, except on Intel x86-64 (measured) */
+    LMC_EVENT_BUS_PREFETCH_ON,
+    LMC_EVENT_BUS_PREFETCH_OFF,
+} lmc_event_bus_prefetch;
+
 typedef struct lmc_event_bus_config {
     bool enabled;          /* a disabled bus drops everything, starts no thread */
     size_t max_queue_size; /* events queued at most; 0: 10000; at most 2^30 */
@@ -65,6 +73,8 @@ typedef struct lmc_event_bus_config {
                               up to 64. */
     bool no_tsc;           /* reserve_now reads CLOCK_MONOTONIC even where the TSC would
                               do (tests and benchmarks of the fallback) */
+    /* The write prefetch: 0 (AUTO) for a server; ON or OFF for benchmarks. */
+    lmc_event_bus_prefetch prefetch;
 } lmc_event_bus_config;
 
 #define LMC_EVENT_BUS_DEFAULT_QUEUE 10000
@@ -172,6 +182,8 @@ bool lmc_event_bus_reserve_now(lmc_event_bus *bus, uint32_t type, size_t len,
                                lmc_event_reservation *r);
 /* Whether reserve_now stamps with the TSC. */
 bool lmc_event_bus_uses_tsc(const lmc_event_bus *bus);
+/* Whether a commit prefetches the next event's slots (the config's choice, AUTO resolved). */
+bool lmc_event_bus_prefetches(const lmc_event_bus *bus);
 /* Append n bytes to a reservation (n must fit in what was reserved; any excess is ignored). */
 void lmc_event_bus_write(lmc_event_reservation *r, const void *data, size_t n);
 /*
