@@ -146,7 +146,8 @@ struct lmc_server {
     void *zctx;
     void *stream;
     void *pull;
-    int stop_fd; /* eventfd written by lmc_server_stop */
+    int stop_fd;     /* eventfd written by lmc_server_stop */
+    int counters_fd; /* --counters-output, opened at create and written at shutdown; or -1 */
     pthread_t *workers;
     int n_workers;
 
@@ -469,6 +470,7 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
         return lmc_error_set(err, LMC_ERR_NOMEM, "server: out of memory");
     s->cfg = *cfg;
     s->stop_fd = -1;
+    s->counters_fd = -1;
     pthread_mutex_init(&s->q_mu, NULL);
     pthread_cond_init(&s->q_cv, NULL);
     pthread_mutex_init(&s->log_mu, NULL);
@@ -534,6 +536,13 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
         st = lmc_error_set(err, LMC_ERR_IO, "server: cannot bind the reply socket");
         goto fail;
     }
+    /* Now, not at shutdown, so that a path that cannot be written stops the start
+     * rather than a long run's last line (never through a planted link, mode 0600:
+     * core/file.h). */
+    if (cfg->counters_output != NULL &&
+        (st = lmc_file_create("--counters-output", cfg->counters_output, false, &s->counters_fd,
+                              err)) != LMC_OK)
+        goto fail;
     s->workers = calloc((size_t)cfg->max_workers, sizeof(*s->workers));
     if (s->workers == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "server: out of memory");
@@ -1014,7 +1023,9 @@ static void audit(lmc_server *s, bool *memcheck_ok, uint64_t *locked_bytes)
              *memcheck_ok ? "ok" : "FAILED", (unsigned long long)*locked_bytes);
 }
 
-static void write_counters(lmc_server *s)
+/* The counters' JSON into --counters-output's file; LMC_ERR_IO (logged) when it cannot be
+ * written. */
+static lmc_status write_counters(lmc_server *s)
 {
     lmc_server_counters c = lmc_server_get_counters(s);
     bool memcheck_ok;
@@ -1023,26 +1034,31 @@ static void write_counters(lmc_server *s)
     char *line = lmc_counters_log_line(&c);
     LMC_INFO(LOG_COMP, "%s", line != NULL ? line : "StorageManager calls: (out of memory)");
     free(line);
-    if (s->cfg.counters_output == NULL)
-        return;
-    /* Never through a planted link, mode 0600 (core/file.h). */
-    int fd;
-    lmc_error err;
-    FILE *f = NULL;
-    if (lmc_file_create("--counters-output", s->cfg.counters_output, false, &fd, &err) != LMC_OK ||
-        (f = fdopen(fd, "w")) == NULL) {
-        LMC_ERROR(LOG_COMP, "cannot write --counters-output: %s",
-                  f == NULL && fd >= 0 ? strerror(errno) : err.msg);
-        if (fd >= 0)
-            close(fd);
-        return;
+    if (s->counters_fd < 0)
+        return LMC_OK;
+    FILE *f = fdopen(s->counters_fd, "w");
+    if (f == NULL) {
+        LMC_ERROR(LOG_COMP, "cannot write --counters-output '%s': %s", s->cfg.counters_output,
+                  strerror(errno));
+        close(s->counters_fd);
+        s->counters_fd = -1;
+        return LMC_ERR_IO;
     }
+    s->counters_fd = -1; /* f's now */
     char *members = lmc_counters_json_members(&c);
+    errno = 0;
     fprintf(f, "{%s, \"memcheck_ok\": %s, \"l1_locked_bytes_at_exit\": %llu}\n",
             members != NULL ? members : "", memcheck_ok ? "true" : "false",
             (unsigned long long)locked_bytes);
     free(members);
-    fclose(f);
+    int e = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0; /* a full disk, say */
+    if (fclose(f) != 0 && e == 0)
+        e = errno;
+    if (e == 0)
+        return LMC_OK;
+    LMC_ERROR(LOG_COMP, "cannot write --counters-output '%s': %s", s->cfg.counters_output,
+              strerror(e));
+    return LMC_ERR_IO;
 }
 
 /* How often the loop collects sessions that ended before their prefetch (while there are any). */
@@ -1112,8 +1128,7 @@ lmc_status lmc_server_run(lmc_server *s)
         pthread_join(s->workers[i], NULL);
     s->n_workers = 0;
     forward_replies(s);
-    write_counters(s);
-    return LMC_OK;
+    return write_counters(s);
 }
 
 void lmc_server_destroy(lmc_server *s)
@@ -1161,6 +1176,8 @@ void lmc_server_destroy(lmc_server *s)
     lmc_event_bus_destroy(s->bus);
     if (s->stop_fd >= 0)
         close(s->stop_fd);
+    if (s->counters_fd >= 0)
+        close(s->counters_fd); /* never run, or run ended early: left empty */
     pthread_mutex_destroy(&s->q_mu);
     pthread_cond_destroy(&s->q_cv);
     pthread_mutex_destroy(&s->log_mu);
