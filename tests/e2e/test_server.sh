@@ -42,6 +42,7 @@ kill -TERM "$SERVER"
 wait "$SERVER"
 expect "SIGTERM shuts the server down with status 0" $?
 grep -q "trace file $T/rec.lct" "$T/server.log"; expect "the log names the trace file" $?
+grep -q "L1 pool faulted in: 0.03 GiB" "$T/server.log"; expect "the server faulted its L1 pool in" $?
 
 # Trace counts equal the server's counters.
 "$LMCACHE" trace info "$T/rec.lct" > "$T/info.txt"
