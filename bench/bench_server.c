@@ -117,6 +117,9 @@ static bool server_start(bench_server *b, int workers, const char *l1_gb, bool t
     }
     b->cfg.max_workers = workers;
     b->cfg.chunk_size = CHUNK;
+    /* Steady-state figures: the transfers reuse pages they faulted in during their
+     * warm-up, and a prefault thread would compete with the timed slices. */
+    b->cfg.no_l1_prefault = true;
     if (traced) {
         const char *dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
         snprintf(b->trace_path, sizeof(b->trace_path), "%s/lmcache-bench-server-%ld-%d.lct", dir,

@@ -203,6 +203,18 @@ bool lmc_sm_memcheck(lmc_storage_manager *sm, char *why, size_t why_len);
 /* L1 bytes in use and pool size. */
 void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total);
 
+/*
+ * Fault in the L1 pool's pages in [offset, offset + len) of the pool
+ * (clamped to its size) for writing, changing no byte: the page faults the
+ * first store into each page would take, taken now (the pool is mapped
+ * lazily). Safe from any thread while the StorageManager runs; a server
+ * calls it in steps from a thread of its own. LMC_ERR_UNSUPPORTED where
+ * the kernel cannot (before Linux 5.14), LMC_ERR_NOMEM when memory runs
+ * out, LMC_ERR_INVALID for an offset past the pool.
+ */
+lmc_status lmc_sm_l1_populate(lmc_storage_manager *sm, uint64_t offset, uint64_t len,
+                              lmc_error *err);
+
 /* The read locks held on key now (0 when absent or expired); for tests and audits. */
 uint64_t lmc_sm_l1_read_lock_count(lmc_storage_manager *sm, const lmc_object_key *key);
 

@@ -13,52 +13,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, int *fd_out,
-                           lmc_error *err)
-{
-    *fd_out = -1;
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : 0);
-    /* Not O_TRUNC yet: whose file it is decides whether it may be emptied. */
-    int fd = open(path, flags, 0600);
-    if (fd < 0) {
-        int e = errno;
-        if (e == ELOOP)
-            return lmc_error_set(err, LMC_ERR_INVALID,
-                                 "%s '%s' is a symbolic link: refusing to write through it", what,
-                                 path);
-        if (e == EEXIST)
-            return lmc_error_set(err, LMC_ERR_BUSY, "%s '%s' exists already", what, path);
-        return lmc_error_set(err, LMC_ERR_IO, "%s '%s': cannot create: %s", what, path,
-                             strerror(e));
-    }
-    struct stat st;
-    lmc_status rc = LMC_OK;
-    if (fstat(fd, &st) != 0) {
-        rc =
-            lmc_error_set(err, LMC_ERR_IO, "%s '%s': cannot stat: %s", what, path, strerror(errno));
-    } else if (S_ISREG(st.st_mode)) {
-        if (st.st_uid != geteuid())
-            rc = lmc_error_set(err, LMC_ERR_INVALID,
-                               "%s '%s' belongs to uid %u: refusing to overwrite another user's "
-                               "file",
-                               what, path, (unsigned)st.st_uid);
-        else if ((st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
-            rc = lmc_error_set(err, LMC_ERR_IO, "%s '%s': cannot set mode 0600: %s", what, path,
-                               strerror(errno));
-        else if (st.st_size > 0 && ftruncate(fd, 0) != 0)
-            rc = lmc_error_set(err, LMC_ERR_IO, "%s '%s': cannot truncate: %s", what, path,
-                               strerror(errno));
-    }
-    if (rc != LMC_OK) {
-        close(fd);
-        return rc;
-    }
-    *fd_out = fd;
-    return LMC_OK;
-}
-
 /*
- * The outputs' messages: "cannot write --csv 'x': why" ("cannot write 'x':
+ * Every opener's messages: "cannot write --csv 'x': why" ("cannot write 'x':
  * why" when what is NULL or ""), as the offline tools have always said.
  */
 static lmc_status write_error(lmc_error *err, lmc_status code, const char *what, const char *path,
@@ -74,6 +30,56 @@ static lmc_status write_error(lmc_error *err, lmc_status code, const char *what,
     bool named = what != NULL && what[0] != '\0';
     return lmc_error_set(err, code, "cannot write %s%s'%s': %s", named ? what : "",
                          named ? " " : "", path, why);
+}
+
+/* Why a symbolic link is not written through (every opener's message). */
+#define LINK_REFUSED "it is a symbolic link: refusing to write through it"
+
+/* A regular file at path (its stat st) may be written only if it is ours. */
+static lmc_status check_owner(const char *what, const char *path, const struct stat *st,
+                              lmc_error *err)
+{
+    if (st->st_uid == geteuid())
+        return LMC_OK;
+    return write_error(err, LMC_ERR_INVALID, what, path,
+                       "it belongs to uid %u: refusing to overwrite another user's file",
+                       (unsigned)st->st_uid);
+}
+
+lmc_status lmc_file_create(const char *what, const char *path, bool exclusive, int *fd_out,
+                           lmc_error *err)
+{
+    *fd_out = -1;
+    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | (exclusive ? O_EXCL : 0);
+    /* Not O_TRUNC yet: whose file it is decides whether it may be emptied. */
+    int fd = open(path, flags, 0600);
+    if (fd < 0) {
+        int e = errno;
+        if (e == ELOOP)
+            return write_error(err, LMC_ERR_INVALID, what, path, "%s", LINK_REFUSED);
+        if (e == EEXIST)
+            return write_error(err, LMC_ERR_BUSY, what, path, "it exists already");
+        return write_error(err, LMC_ERR_IO, what, path, "cannot create it: %s", strerror(e));
+    }
+    struct stat st;
+    lmc_status rc = LMC_OK;
+    if (fstat(fd, &st) != 0) {
+        rc = write_error(err, LMC_ERR_IO, what, path, "cannot stat it: %s", strerror(errno));
+    } else if (S_ISREG(st.st_mode)) {
+        rc = check_owner(what, path, &st, err);
+        if (rc == LMC_OK && (st.st_mode & 07777) != 0600 && fchmod(fd, 0600) != 0)
+            rc = write_error(err, LMC_ERR_IO, what, path, "cannot set mode 0600: %s",
+                             strerror(errno));
+        else if (rc == LMC_OK && st.st_size > 0 && ftruncate(fd, 0) != 0)
+            rc =
+                write_error(err, LMC_ERR_IO, what, path, "cannot truncate it: %s", strerror(errno));
+    }
+    if (rc != LMC_OK) {
+        close(fd);
+        return rc;
+    }
+    *fd_out = fd;
+    return LMC_OK;
 }
 
 /* Our standard output or error when path leads to it (/dev/stdout, /proc/self/fd/2), else -1. */
@@ -115,8 +121,7 @@ static lmc_status out_target(const char *what, const char *path, bool *beside, i
             *beside = false;
             return LMC_OK;
         }
-        return write_error(err, LMC_ERR_INVALID, what, path,
-                           "it is a symbolic link: refusing to write through it");
+        return write_error(err, LMC_ERR_INVALID, what, path, "%s", LINK_REFUSED);
     }
     if (S_ISDIR(st.st_mode))
         return write_error(err, LMC_ERR_IO, what, path, "%s", strerror(EISDIR));
@@ -124,11 +129,7 @@ static lmc_status out_target(const char *what, const char *path, bool *beside, i
         *beside = false; /* a device or a FIFO: written in place, never replaced by a file */
         return LMC_OK;
     }
-    if (st.st_uid != geteuid())
-        return write_error(err, LMC_ERR_INVALID, what, path,
-                           "it belongs to uid %u: refusing to overwrite another user's file",
-                           (unsigned)st.st_uid);
-    return LMC_OK;
+    return check_owner(what, path, &st, err);
 }
 
 /*
@@ -154,8 +155,7 @@ lmc_status lmc_file_fopen(const char *what, const char *path, FILE **out, lmc_er
     int fd = open_in_place(path, own, O_CREAT | O_TRUNC);
     if (fd < 0)
         return write_error(err, errno == ELOOP ? LMC_ERR_INVALID : LMC_ERR_IO, what, path, "%s",
-                           errno == ELOOP ? "it is a symbolic link: refusing to write through it"
-                                          : strerror(errno));
+                           errno == ELOOP ? LINK_REFUSED : strerror(errno));
     struct stat fs;
     if (beside && fstat(fd, &fs) == 0 && S_ISREG(fs.st_mode) && (fs.st_mode & 07777) != 0600)
         (void)fchmod(fd, 0600); /* an existing file of ours keeps its data private too */

@@ -50,7 +50,11 @@ void lmc_server_print_help(FILE *out)
                  "  --counters-output FILE              write the StorageManager call counters "
                  "(JSON) at shutdown\n"
                  "  --allow-l1-over-ram                 accept an --l1-size-gb larger than the "
-                 "machine's physical memory\n\n"
+                 "machine's physical memory\n"
+                 "  --no-l1-prefault                    do not fault the L1 pool in after the "
+                 "start (the first\n"
+                 "                                      store into each page pays for it "
+                 "instead)\n\n"
                  "limits (what clients may make the server hold; docs/security.md):\n");
 #define LMC_LIMIT_HELP(field, flag, def, lo, hi, help)                                             \
     fprintf(out, "  %-35s %s (default %llu)\n", flag " N", help, (unsigned long long)(def));
@@ -60,7 +64,7 @@ void lmc_server_print_help(FILE *out)
     lmc_sm_config_print_help(out);
 }
 
-static uint64_t physical_memory(void)
+uint64_t lmc_server_physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
@@ -124,6 +128,9 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
         if (strcmp(name, "--allow-l1-over-ram") == 0 && eq == NULL) {
             cfg->allow_l1_over_ram = true;
             used = 1;
+        } else if (strcmp(name, "--no-l1-prefault") == 0 && eq == NULL) {
+            cfg->no_l1_prefault = true;
+            used = 1;
         } else if (strcmp(name, "--host") == 0) {
             if (v == NULL || *v == '\0')
                 return lmc_error_set(err, LMC_ERR_INVALID, "--host: a value is required");
@@ -172,6 +179,6 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
     }
     lmc_status st = lmc_sm_config_finish(&cfg->sm, err);
     if (st == LMC_OK && !cfg->allow_l1_over_ram)
-        st = check_l1_fits(cfg->sm.l1_size_bytes, physical_memory(), err);
+        st = check_l1_fits(cfg->sm.l1_size_bytes, lmc_server_physical_memory(), err);
     return st;
 }

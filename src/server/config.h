@@ -27,6 +27,7 @@ typedef struct lmc_server_config {
     const char *counters_output; /* NULL, or a file for the call counters (JSON) */
     lmc_server_limits limits;    /* limits.h, each its own flag */
     bool allow_l1_over_ram;      /* --allow-l1-over-ram: an L1 pool larger than physical memory */
+    bool no_l1_prefault;         /* --no-l1-prefault: leave the pool's page faults to the stores */
     lmc_sm_config sm;
 } lmc_server_config;
 
@@ -42,5 +43,7 @@ void lmc_server_config_init(lmc_server_config *cfg);
 lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv, lmc_error *err);
 void lmc_server_config_free(lmc_server_config *cfg);
 void lmc_server_print_help(FILE *out);
+/* This machine's physical memory in bytes (0 if unknown). */
+uint64_t lmc_server_physical_memory(void);
 
 #endif

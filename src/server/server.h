@@ -34,7 +34,8 @@
 typedef struct lmc_server lmc_server;
 
 lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc_error *err);
-/* Serve until stopped; then run the shutdown chain. */
+/* Serve until stopped; then run the shutdown chain. LMC_ERR_IO when --counters-output
+ * (opened at create) could not be written at the end (logged). */
 lmc_status lmc_server_run(lmc_server *s);
 /* Ask the loop to stop (async-signal-safe). */
 void lmc_server_stop(lmc_server *s);

@@ -692,6 +692,33 @@ uint64_t lmc_l1_memory_align(const lmc_l1_memory *m)
     return m->align;
 }
 
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23 /* Linux 5.14; older headers lack the name */
+#endif
+
+lmc_status lmc_l1_memory_populate(lmc_l1_memory *m, uint64_t offset, uint64_t len,
+                                  lmc_error *err)
+{
+    if (offset > m->capacity)
+        return lmc_error_set(err, LMC_ERR_INVALID,
+                             "L1 memory: populate at %llu is past the pool's %llu bytes",
+                             (unsigned long long)offset, (unsigned long long)m->capacity);
+    if (len > m->capacity - offset)
+        len = m->capacity - offset;
+    if (len == 0)
+        return LMC_OK;
+    /* madvise wants a page-aligned start; the pool's base is one. */
+    long page = sysconf(_SC_PAGESIZE);
+    uint64_t pg = page > 0 ? (uint64_t)page : 4096;
+    uint64_t start = offset & ~(pg - 1);
+    if (madvise(m->base + start, (size_t)(len + (offset - start)), MADV_POPULATE_WRITE) == 0)
+        return LMC_OK;
+    int e = errno;
+    lmc_status code = e == EINVAL ? LMC_ERR_UNSUPPORTED : e == ENOMEM ? LMC_ERR_NOMEM : LMC_ERR_IO;
+    return lmc_error_set(err, code, "L1 memory: cannot fault in %llu bytes at %llu: %s",
+                         (unsigned long long)len, (unsigned long long)offset, strerror(e));
+}
+
 const char *lmc_l1_memory_shm_path(const lmc_l1_memory *m)
 {
     return m->shm_path;

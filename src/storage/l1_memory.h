@@ -3,7 +3,8 @@
  *
  * Owns: one host-memory pool of size_bytes (anonymous mmap with
  * MAP_NORESERVE, so pages are faulted in lazily and a large L1 costs nothing
- * until used; or a POSIX shared-memory segment when shm_name is set) and an
+ * until used, unless lmc_l1_memory_populate faults them in ahead; or a POSIX
+ * shared-memory segment when shm_name is set) and an
  * aligned first-fit free list over it, with split on allocation and merge
  * with both neighbours on free (spec/storage-manager.md section 6).
  *
@@ -47,6 +48,17 @@ uint8_t *lmc_l1_memory_base(const lmc_l1_memory *m);
 /* The pool size (after rounding) and the alignment. */
 uint64_t lmc_l1_memory_capacity(const lmc_l1_memory *m);
 uint64_t lmc_l1_memory_align(const lmc_l1_memory *m);
+
+/*
+ * Fault in the pool's pages in [offset, offset + len) (clamped to the pool)
+ * for writing, without changing a byte (madvise MADV_POPULATE_WRITE): what
+ * the first store into each page would pay, paid now. Safe while the pool
+ * is in use. LMC_ERR_UNSUPPORTED where the kernel lacks it (before 5.14),
+ * LMC_ERR_NOMEM when memory runs out, LMC_ERR_INVALID for an offset past
+ * the end.
+ */
+lmc_status lmc_l1_memory_populate(lmc_l1_memory *m, uint64_t offset, uint64_t len,
+                                  lmc_error *err);
 
 /*
  * size rounded up to the alignment (the slot an object of size bytes takes).

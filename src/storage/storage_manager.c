@@ -545,6 +545,12 @@ void lmc_sm_l1_usage(lmc_storage_manager *sm, uint64_t *used, uint64_t *total)
     lmc_l1_get_memory_usage(sm->l1, used, total);
 }
 
+lmc_status lmc_sm_l1_populate(lmc_storage_manager *sm, uint64_t offset, uint64_t len,
+                              lmc_error *err)
+{
+    return lmc_l1_memory_populate(lmc_l1_manager_memory(sm->l1), offset, len, err);
+}
+
 uint64_t lmc_sm_l1_read_lock_count(lmc_storage_manager *sm, const lmc_object_key *key)
 {
     return lmc_l1_read_lock_count(sm->l1, key);

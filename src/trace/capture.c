@@ -76,6 +76,12 @@ static inline size_t put_head(uint8_t *dst, const wire_hdr *h, const lmc_layout_
     return at;
 }
 
+/* The head's bytes, unpadded: the header, lc shapes and dtypes, the id. */
+static inline size_t head_bytes(uint32_t lc, size_t ext_len)
+{
+    return sizeof(wire_hdr) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + ext_len;
+}
+
 /* The payload's pieces for a: tensors copied, id length, head (unpadded), total. */
 typedef struct wire_size {
     uint32_t lc;
@@ -91,7 +97,7 @@ static inline wire_size size_of(const lmc_trace_capture_args *a)
     if (z.lc > LMC_LAYOUT_MAX_TENSORS)
         z.lc = LMC_LAYOUT_MAX_TENSORS;
     z.ext_len = a->external_request_id ? strlen(a->external_request_id) : 0;
-    z.head = sizeof(wire_hdr) + z.lc * (sizeof(lmc_shape) + sizeof(int32_t)) + z.ext_len;
+    z.head = head_bytes(z.lc, z.ext_len);
     z.len = pad8(z.head) + a->n_keys * sizeof(lmc_object_key);
     return z;
 }
@@ -110,18 +116,14 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
     const char *ext = a->external_request_id;
     size_t n = a->n_keys;
     wire_size z = size_of(a);
-    uint32_t lc = z.lc;
-    size_t ext_len = z.ext_len;
-    size_t head = z.head;
-    size_t pad = pad8(head) - head;
-    size_t len = z.len;
+    size_t keys_at = pad8(z.head);
     wire_hdr h = {.op = (uint32_t)op,
                   .n_keys = (uint32_t)n,
                   .mode = a->mode,
                   .extra_count = a->extra_count,
                   .policy = a->policy,
-                  .layout_count = layout ? (lc ? lc : UINT32_MAX) : 0,
-                  .ext_len = (uint32_t)ext_len};
+                  .layout_count = layout ? (z.lc ? z.lc : UINT32_MAX) : 0,
+                  .ext_len = (uint32_t)z.ext_len};
     static const uint8_t zeros[8] = {0};
 
     /*
@@ -133,7 +135,7 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
      * two agree up to wall-clock adjustments during the run.
      */
     lmc_event_reservation r;
-    if (!lmc_event_bus_reserve_now(bus, LMC_EVENT_TRACE_CALL, len, &r))
+    if (!lmc_event_bus_reserve_now(bus, LMC_EVENT_TRACE_CALL, z.len, &r))
         return; /* full: counted by the bus */
     uint8_t *dst = lmc_event_bus_span(&r);
     if (dst != NULL) {
@@ -141,22 +143,22 @@ void lmc_trace_capture(lmc_trace_op op, const lmc_trace_capture_args *a)
          * once, straight into its slots. The padding's word is zeroed
          * first (the pieces before it overwrite what it covers of them: the
          * head is >= 32 bytes), a store where a memset is a call. */
-        memcpy(dst + pad8(head) - 8, zeros, 8);
-        size_t at = put_head(dst, &h, layout, lc);
-        if (ext_len > 0) /* (memcpy from NULL is undefined even for 0 bytes) */
-            memcpy(dst + at, ext, ext_len);
+        memcpy(dst + keys_at - 8, zeros, 8);
+        size_t at = put_head(dst, &h, layout, z.lc);
+        if (z.ext_len > 0) /* (memcpy from NULL is undefined even for 0 bytes) */
+            memcpy(dst + at, ext, z.ext_len);
         if (n == 1) /* fixed size: inlined (see put_head) */
-            memcpy(dst + pad8(head), a->keys, sizeof(lmc_object_key));
+            memcpy(dst + keys_at, a->keys, sizeof(lmc_object_key));
         else if (n > 0)
-            memcpy(dst + pad8(head), a->keys, n * sizeof(lmc_object_key));
-        r.written = len;
+            memcpy(dst + keys_at, a->keys, n * sizeof(lmc_object_key));
+        r.written = z.len;
     } else {
         /* At the ring end: the head goes through the stack, then each piece
          * through the wrapping write. */
         _Alignas(8) uint8_t buf[HEAD_MAX];
-        lmc_event_bus_write(&r, buf, put_head(buf, &h, layout, lc));
-        lmc_event_bus_write(&r, ext, ext_len);
-        lmc_event_bus_write(&r, zeros, pad);
+        lmc_event_bus_write(&r, buf, put_head(buf, &h, layout, z.lc));
+        lmc_event_bus_write(&r, ext, z.ext_len);
+        lmc_event_bus_write(&r, zeros, keys_at - z.head);
         lmc_event_bus_write(&r, a->keys, n * sizeof(lmc_object_key));
     }
     lmc_event_bus_commit(&r);
@@ -174,7 +176,7 @@ bool lmc_trace_call_decode(const void *payload, size_t len, lmc_trace_call *out)
     uint32_t lc = h.layout_count == UINT32_MAX ? 0 : h.layout_count;
     if (lc > LMC_LAYOUT_MAX_TENSORS)
         return false;
-    size_t head = sizeof(h) + lc * (sizeof(lmc_shape) + sizeof(int32_t)) + h.ext_len;
+    size_t head = head_bytes(lc, h.ext_len);
     if (head > len || (len - pad8(head)) / sizeof(lmc_object_key) != h.n_keys ||
         pad8(head) + (size_t)h.n_keys * sizeof(lmc_object_key) != len)
         return false;

@@ -42,6 +42,7 @@ kill -TERM "$SERVER"
 wait "$SERVER"
 expect "SIGTERM shuts the server down with status 0" $?
 grep -q "trace file $T/rec.lct" "$T/server.log"; expect "the log names the trace file" $?
+grep -q "L1 pool faulted in: 0.03 GiB" "$T/server.log"; expect "the server faulted its L1 pool in" $?
 
 # Trace counts equal the server's counters.
 "$LMCACHE" trace info "$T/rec.lct" > "$T/info.txt"
@@ -80,6 +81,36 @@ err=$("$LMCACHE" server --eviction-policy LRU 2>&1); rc=$?
 [ $rc = 2 ] && echo "$err" | grep -q -- "--l1-size-gb"; expect "a missing --l1-size-gb exits 2" $?
 err=$("$LMCACHE" bench server --port 1 --users 2 --rounds 1 --timeout-ms 500 2>&1); rc=$?
 [ $rc = 1 ] && echo "$err" | grep -q "127.0.0.1:1"; expect "bench against no server exits 1 naming it" $?
+
+# --- 4. a --counters-output that cannot be written ----------------------------------
+# At the start, before serving: through a planted symlink (its target is kept), or in
+# a missing directory. At the end (a full disk): the error is logged, exit status 1.
+echo keep > "$T/victim"
+ln -s "$T/victim" "$T/counters-link.json"
+expect_rc "--counters-output through a symlink stops the start with status 1" 1 \
+    "$LMCACHE" server --port "$(free_port)" --l1-size-gb 0.01 --eviction-policy LRU \
+    --counters-output "$T/counters-link.json"
+grep -q "cannot write --counters-output '$T/counters-link.json': it is a symbolic link" "$T/err"
+expect "the symlink refusal names the flag and the path" $?
+[ "$(cat "$T/victim")" = keep ]; expect "the symlink's target is left as it was" $?
+expect_rc "--counters-output in a missing directory stops the start with status 1" 1 \
+    "$LMCACHE" server --port "$(free_port)" --l1-size-gb 0.01 --eviction-policy LRU \
+    --counters-output "$T/no/such/dir/c.json"
+grep -q "cannot write --counters-output '$T/no/such/dir/c.json': cannot create it" "$T/err"
+expect "the missing directory's error names the path" $?
+if [ -c /dev/full ]; then
+    start_server "$(free_port)" "$T/full.log" --l1-size-gb 0.01 --eviction-policy LRU \
+        --counters-output /dev/full
+    expect "a server whose --counters-output is a full device starts" $?
+    kill -TERM "$SERVER"
+    wait "$SERVER"
+    rc=$?
+    [ "$rc" = 1 ]; expect "it exits 1 when the counters cannot be written at the end (got $rc)" $?
+    grep -q "cannot write --counters-output '/dev/full': No space left on device" "$T/full.log"
+    expect "it logs why the counters were not written" $?
+else
+    echo "SKIP: no /dev/full here: the full-device counters case is not run"
+fi
 
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

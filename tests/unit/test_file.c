@@ -3,7 +3,9 @@
  * outputs written whole go to a file beside the path and are renamed over
  * it; a symlink is refused, never followed or replaced; a device or FIFO
  * is written in place, never replaced; another user's file is refused;
- * every failure leaves nothing behind.
+ * every failure leaves nothing behind. lmc_file_create (files written in
+ * place: the trace, --counters-output) refuses the same things in the same
+ * words.
  */
 /* cmocka.h needs these headers first, in this order. */
 /* clang-format off */
@@ -127,6 +129,15 @@ static void test_a_symlink_is_refused_and_left_as_it_is(void **state)
     assert_true(S_ISLNK(st.st_mode));
     assert_string_equal(slurp(f->victim), "keep");
     assert_string_equal(listing(f->dir), "out.txt victim ");
+    /* Nor a file written in place (O_NOFOLLOW), in the same words. */
+    int fd = -1;
+    assert_int_equal(lmc_file_create("trace file", f->path, false, &fd, &err), LMC_ERR_INVALID);
+    assert_int_equal(fd, -1);
+    snprintf(want, sizeof(want),
+             "cannot write trace file '%s': it is a symbolic link: refusing to write through it",
+             f->path);
+    assert_string_equal(err.msg, want);
+    assert_string_equal(slurp(f->victim), "keep");
 }
 
 static void test_a_link_to_our_own_stderr_is_written_through_it(void **state)
@@ -244,6 +255,12 @@ static void test_a_directory_or_a_missing_one_is_an_error_and_leaves_nothing(voi
     assert_string_equal(err.msg, want);
     FILE *fp = NULL;
     assert_int_equal(lmc_file_fopen("--jsonl-out", missing, &fp, &err), LMC_ERR_IO);
+    int fd = -1;
+    assert_int_equal(lmc_file_create("trace file", missing, true, &fd, &err), LMC_ERR_IO);
+    assert_int_equal(fd, -1);
+    snprintf(want, sizeof(want), "cannot write trace file '%s': cannot create it: %s", missing,
+             strerror(ENOENT));
+    assert_string_equal(err.msg, want);
     assert_string_equal(listing(f->dir), "");
 }
 
@@ -283,7 +300,48 @@ static void test_another_users_file_is_refused(void **state)
     assert_non_null(strstr(err.msg, "it belongs to uid 12345: refusing to overwrite"));
     FILE *fp = NULL;
     assert_int_equal(lmc_file_fopen("--jsonl-out", f->path, &fp, &err), LMC_ERR_INVALID);
+    int fd = -1; /* and lmc_file_create, which would empty it in place */
+    assert_int_equal(lmc_file_create("--counters-output", f->path, false, &fd, &err),
+                     LMC_ERR_INVALID);
+    assert_int_equal(fd, -1);
+    assert_non_null(strstr(err.msg, "cannot write --counters-output '"));
+    assert_non_null(strstr(err.msg, "it belongs to uid 12345: refusing to overwrite"));
     assert_string_equal(slurp(f->path), "theirs");
+}
+
+/*
+ * lmc_file_create (the trace file, --counters-output): created 0600 in place,
+ * an existing file of ours emptied and made 0600, and every refusal in the
+ * outputs' words, leaving what was there as it was.
+ */
+static void test_create_makes_or_empties_a_file_of_ours_with_mode_0600(void **state)
+{
+    fixture *f = *state;
+    lmc_error err;
+    int fd = -1;
+    assert_int_equal(lmc_file_create("trace file", f->path, true, &fd, &err), LMC_OK);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "new", 3), 3);
+    close(fd);
+    struct stat st;
+    assert_int_equal(stat(f->path, &st), 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+
+    /* exclusive: an existing name is an error, and the file is kept */
+    assert_int_equal(lmc_file_create("trace file", f->path, true, &fd, &err), LMC_ERR_BUSY);
+    assert_int_equal(fd, -1);
+    char want[700];
+    snprintf(want, sizeof(want), "cannot write trace file '%s': it exists already", f->path);
+    assert_string_equal(err.msg, want);
+    assert_string_equal(slurp(f->path), "new");
+
+    /* not exclusive: ours is emptied and made private again */
+    assert_int_equal(chmod(f->path, 0644), 0);
+    assert_int_equal(lmc_file_create("--counters-output", f->path, false, &fd, &err), LMC_OK);
+    assert_int_equal(fstat(fd, &st), 0);
+    assert_int_equal(st.st_size, 0);
+    assert_int_equal(st.st_mode & 07777, 0600);
+    close(fd);
 }
 
 int main(void)
@@ -308,6 +366,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_an_abandoned_output_is_removed_and_the_old_file_kept,
                                         setup, teardown),
         cmocka_unit_test_setup_teardown(test_another_users_file_is_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_create_makes_or_empties_a_file_of_ours_with_mode_0600,
+                                        setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,6 +132,47 @@ static void test_large_pool_is_reserved_lazily(void **state)
     uint64_t off = alloc_or_fail(m, 1u << 20);
     lmc_l1_memory_base(m)[off] = 7;
     assert_int_equal(used_of(m), 1u << 20);
+    lmc_l1_memory_destroy(m);
+}
+
+/* Pages of [p, p + n) resident now (mincore). */
+static size_t resident_pages(const uint8_t *p, size_t n)
+{
+    size_t pages = n / 4096, k = 0;
+    unsigned char *v = malloc(pages);
+    assert_int_equal(mincore((void *)p, n, v), 0);
+    for (size_t i = 0; i < pages; i++)
+        k += v[i] & 1;
+    free(v);
+    return k;
+}
+
+/* populate faults pages in and changes no byte; its range is clamped to the pool. */
+static void test_populate_faults_pages_in_and_keeps_their_bytes(void **state)
+{
+    (void)state;
+    enum { SIZE = 8u << 20 };
+    lmc_l1_memory *m = make_pool(SIZE, U);
+    uint8_t *base = lmc_l1_memory_base(m);
+    base[100] = 0x5a;
+    base[SIZE - 1] = 0xa5;
+    lmc_error err;
+    lmc_status st = lmc_l1_memory_populate(m, 4096 + 10, 3 * 4096, &err);
+    if (st == LMC_ERR_UNSUPPORTED) {
+        lmc_l1_memory_destroy(m);
+        skip(); /* a kernel before 5.14 */
+    }
+    assert_int_equal(st, LMC_OK);
+    assert_true(resident_pages(base + 4096, 4 * 4096) >= 3);
+    assert_int_equal(lmc_l1_memory_populate(m, 0, UINT64_MAX, &err), LMC_OK); /* clamped */
+    assert_int_equal(resident_pages(base, SIZE), SIZE / 4096);
+    assert_int_equal(base[100], 0x5a);
+    assert_int_equal(base[SIZE - 1], 0xa5);
+    assert_int_equal(base[200], 0);
+    assert_int_equal(lmc_l1_memory_populate(m, SIZE, 1, &err), LMC_OK); /* nothing left */
+    assert_int_equal(lmc_l1_memory_populate(m, SIZE + 1, 1, &err), LMC_ERR_INVALID);
+    assert_non_null(strstr(err.msg, "past the pool"));
+    assert_consistent(m);
     lmc_l1_memory_destroy(m);
 }
 
@@ -907,6 +949,7 @@ int main(void)
         cmocka_unit_test(test_create_zero_align_means_4096),
         cmocka_unit_test(test_pool_memory_is_writable_and_base_aligned),
         cmocka_unit_test(test_large_pool_is_reserved_lazily),
+        cmocka_unit_test(test_populate_faults_pages_in_and_keeps_their_bytes),
         cmocka_unit_test(test_create_rejects_invalid_configs),
         cmocka_unit_test(test_create_mmap_failure_is_io_error),
         cmocka_unit_test(test_shm_pool_without_prefix),

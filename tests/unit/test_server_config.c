@@ -114,12 +114,28 @@ static void test_an_l1_pool_larger_than_physical_memory_needs_allow_l1_over_ram(
     lmc_server_config_free(&cfg);
 }
 
+static void test_the_l1_prefault_is_on_unless_no_l1_prefault(void **state)
+{
+    (void)state;
+    lmc_server_config cfg;
+    lmc_error err;
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01", &err), LMC_OK);
+    assert_false(cfg.no_l1_prefault);
+    lmc_server_config_free(&cfg);
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01 --no-l1-prefault", &err), LMC_OK);
+    assert_true(cfg.no_l1_prefault);
+    lmc_server_config_free(&cfg);
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01 --no-l1-prefault=1", &err), LMC_ERR_INVALID);
+    lmc_server_config_free(&cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_limit_has_a_default_and_a_flag_with_its_range),
         cmocka_unit_test(test_help_lists_every_limit_with_its_default),
         cmocka_unit_test(test_an_l1_pool_larger_than_physical_memory_needs_allow_l1_over_ram),
+        cmocka_unit_test(test_the_l1_prefault_is_on_unless_no_l1_prefault),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
