@@ -64,17 +64,24 @@ void lmc_server_print_help(FILE *out)
     lmc_sm_config_print_help(out);
 }
 
-uint64_t lmc_server_physical_memory(void)
+static uint64_t physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
 }
 
-static lmc_status check_l1_fits(uint64_t l1_bytes, uint64_t ram, lmc_error *err)
+bool lmc_server_l1_fits_in_ram(uint64_t l1_bytes)
+{
+    uint64_t ram = physical_memory();
+    return ram == 0 || l1_bytes <= ram; /* unknown: assume it fits */
+}
+
+static lmc_status check_l1_fits(uint64_t l1_bytes, lmc_error *err)
 {
     /* A pool the machine cannot hold ends in swapping or the OOM killer, not an error. */
-    if (ram == 0 || l1_bytes <= ram)
+    if (lmc_server_l1_fits_in_ram(l1_bytes))
         return LMC_OK;
+    uint64_t ram = physical_memory();
     return lmc_error_set(err, LMC_ERR_INVALID,
                          "--l1-size-gb: %.3f GiB is more than this machine's %.3f GiB of "
                          "physical memory; pass --allow-l1-over-ram to use it anyway",
@@ -179,6 +186,6 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
     }
     lmc_status st = lmc_sm_config_finish(&cfg->sm, err);
     if (st == LMC_OK && !cfg->allow_l1_over_ram)
-        st = check_l1_fits(cfg->sm.l1_size_bytes, lmc_server_physical_memory(), err);
+        st = check_l1_fits(cfg->sm.l1_size_bytes, err);
     return st;
 }

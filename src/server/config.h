@@ -43,7 +43,7 @@ void lmc_server_config_init(lmc_server_config *cfg);
 lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv, lmc_error *err);
 void lmc_server_config_free(lmc_server_config *cfg);
 void lmc_server_print_help(FILE *out);
-/* This machine's physical memory in bytes (0 if unknown). */
-uint64_t lmc_server_physical_memory(void);
+/* Whether an L1 pool of l1_bytes fits in this machine's physical memory (true if unknown). */
+bool lmc_server_l1_fits_in_ram(uint64_t l1_bytes);
 
 #endif

@@ -508,8 +508,7 @@ static void prefault_start(lmc_server *s)
 {
     if (s->cfg.no_l1_prefault)
         return;
-    uint64_t ram = lmc_server_physical_memory();
-    if (ram > 0 && s->cfg.sm.l1_size_bytes > ram) {
+    if (!lmc_server_l1_fits_in_ram(s->cfg.sm.l1_size_bytes)) {
         LMC_INFO(LOG_COMP, "the L1 pool is larger than physical memory (--allow-l1-over-ram): "
                            "not faulting it in ahead");
         return;

@@ -112,5 +112,24 @@ else
     echo "SKIP: no /dev/full here: the full-device counters case is not run"
 fi
 
+# --- 5. the L1 prefault: off with --no-l1-prefault, skipped for a pool over RAM --------
+LMCACHE_LOG_LEVEL=INFO start_server "$(free_port)" "$T/nopf.log" --l1-size-gb 0.03 \
+    --eviction-policy LRU --no-l1-prefault
+expect "a server with --no-l1-prefault starts" $?
+sleep 0.5
+kill -TERM "$SERVER"
+wait "$SERVER"
+expect "it stops cleanly" $?
+! grep -q "faulted in" "$T/nopf.log"; expect "--no-l1-prefault faults nothing in" $?
+ram_gib=$(awk '/^MemTotal:/ { printf "%d", $2 / 1048576 + 2 }' /proc/meminfo)
+LMCACHE_LOG_LEVEL=INFO start_server "$(free_port)" "$T/overram.log" --l1-size-gb "$ram_gib" \
+    --eviction-policy LRU --allow-l1-over-ram
+expect "a server with an L1 pool over RAM starts (--allow-l1-over-ram, $ram_gib GiB)" $?
+kill -TERM "$SERVER"
+wait "$SERVER"
+expect "it stops cleanly" $?
+grep -q "larger than physical memory (--allow-l1-over-ram): not faulting it in" "$T/overram.log"
+expect "a pool over RAM is not faulted in, and the log says so" $?
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]
