@@ -123,7 +123,16 @@
 #define MAX_RING_BYTES ((size_t)1 << 32)  /* len must fit a uint32 */
 #define MAX_QUEUE ((size_t)1 << 30)       /* seq differences fit 31 bits */
 #define RELEASE_EVERY 16u                 /* consumer: events per tail release */
-#define DOZE_NS (200 * 1000L)             /* consumer: idle nap publishers ignore */
+/*
+ * consumer: idle nap publishers ignore. Each nap that ends by its timeout
+ * costs the drain thread a wake-up, and on a guest whose idle vCPUs halt
+ * at once that is tens of microseconds of CPU: at 0.2 ms the naps of a
+ * traced server took 5-14 % of its CPU per request (tracing_cpu_ratio
+ * 0.86-0.95), at 1 ms 0.99-1.04 (docs/benchmarks.md, "The drain thread's
+ * nap"). The ring's half-full wake-up bounds what a longer nap can let
+ * pile up.
+ */
+#define DOZE_NS (1000 * 1000L)
 #define SLEEP_NS (100 * 1000 * 1000L)     /* consumer: idle wait publishers end */
 #define FINAL_DRAIN_WAIT_NS 2000000000ull /* stop: wait this long for a commit */
 #define WARN_INTERVAL_NS 1000000000ull

@@ -16,7 +16,7 @@
  * never blocks and never fails the caller.
  *
  * Under steady load the drain thread takes events in batches: it naps for
- * up to 0.2 ms between them, and publishers leave it be unless the ring is
+ * up to 1 ms between them, and publishers leave it be unless the ring is
  * half full, so they make no syscalls. After a longer idle spell it sleeps
  * and the next event wakes it at once. Events go round the whole ring in
  * order; a publisher asks in advance for the lines of the next event (a

@@ -3,6 +3,7 @@
  */
 #include "server/config.h"
 
+#include <sched.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +43,10 @@ void lmc_server_print_help(FILE *out)
                  "  --port PORT                         TCP port (default 5555)\n"
                  "  --chunk-size N                      tokens per chunk (default 256)\n"
                  "  --max-workers N                     request worker threads (default 1)\n"
+                 "  --copy-threads N                    threads that copy one large store or "
+                 "retrieve, its worker\n"
+                 "                                      included (default: the CPUs the server "
+                 "may use, at most 4)\n"
                  "  --trace-level storage               record every StorageManager call\n"
                  "  --trace-output FILE                 the trace file (default "
                  "$TMPDIR/lmcache-trace-<pid>-<UTC time>.lct)\n"
@@ -68,6 +73,17 @@ static uint64_t physical_memory(void)
 {
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : 0;
+}
+
+int lmc_server_copy_threads(const lmc_server_config *cfg)
+{
+    if (cfg->copy_threads > 0)
+        return cfg->copy_threads;
+    cpu_set_t set;
+    int cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+    return cpus < 1                                 ? 1
+           : cpus > LMC_SERVER_DEFAULT_COPY_THREADS ? LMC_SERVER_DEFAULT_COPY_THREADS
+                                                    : cpus;
 }
 
 bool lmc_server_l1_fits_in_ram(uint64_t l1_bytes)
@@ -154,6 +170,11 @@ lmc_status lmc_server_config_parse(lmc_server_config *cfg, int argc, char **argv
             if ((st = lmc_flag_parse_int("--max-workers", v, 1, 256, &x, err)) != LMC_OK)
                 return st;
             cfg->max_workers = (int)x;
+        } else if (strcmp(name, "--copy-threads") == 0) {
+            if ((st = lmc_flag_parse_int("--copy-threads", v, 1, LMC_SERVER_MAX_COPY_THREADS, &x,
+                                         err)) != LMC_OK)
+                return st;
+            cfg->copy_threads = (int)x;
         } else if (strcmp(name, "--event-bus-queue-size") == 0) {
             if ((st = lmc_flag_parse_int("--event-bus-queue-size", v, 1, 100000000, &x, err)) !=
                 LMC_OK)

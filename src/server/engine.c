@@ -389,6 +389,34 @@ void lmc_engine_clear(lmc_engine *e, bool force)
 /* Retrieve and store                                                      */
 /* ---------------------------------------------------------------------- */
 
+/* A request's chunk copies as items of a copy pool batch (copy_pool.h). */
+typedef struct copy_items {
+    const lmc_kv_copy *copy;
+    const lmc_memory_obj *objs; /* by chunk */
+    const size_t *chunks;       /* store: item -> chunk (the keys it reserved) */
+} copy_items;
+
+static lmc_status copy_out_item(void *ctx, size_t i, lmc_error *err)
+{
+    const copy_items *x = ctx;
+    return x->copy->from_object(x->copy->ctx, i, &x->objs[i], err);
+}
+
+static lmc_status copy_in_item(void *ctx, size_t i, lmc_error *err)
+{
+    const copy_items *x = ctx;
+    size_t chunk = x->chunks[i];
+    return x->copy->to_object(x->copy->ctx, chunk, &x->objs[chunk], err);
+}
+
+static size_t objs_bytes(const lmc_memory_obj *objs, size_t n)
+{
+    size_t bytes = 0;
+    for (size_t i = 0; i < n; i++)
+        bytes += (size_t)objs[i].size;
+    return bytes;
+}
+
 lmc_status lmc_engine_retrieve(lmc_engine *e, const char *request_id, const lmc_object_key *keys,
                                size_t n, size_t c0, int64_t rank, const lmc_kv_copy *copy, bool *ok,
                                lmc_error *err)
@@ -405,8 +433,9 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const char *request_id, const lmc_
         return lmc_error_set(err, st, "retrieve: out of memory");
     lmc_status copied = LMC_OK;
     if (ctx.ok && copy != NULL) {
-        for (size_t i = 0; i < n && copied == LMC_OK; i++)
-            copied = copy->from_object(copy->ctx, i, &ctx.objs[i], err);
+        copy_items items = {.copy = copy, .objs = ctx.objs};
+        copied =
+            lmc_copy_pool_run(copy->pool, n, objs_bytes(ctx.objs, n), copy_out_item, &items, err);
     }
     bool read = ctx.ok; /* exit clears ctx */
     *ok = read && copied == LMC_OK;
@@ -439,20 +468,25 @@ lmc_status lmc_engine_store_results(lmc_engine *e, const lmc_object_key *keys, s
     lmc_l1_error *errs = results != NULL ? results : own;
     lmc_memory_obj *objs = malloc((n ? n : 1) * sizeof(*objs));
     lmc_object_key *done = malloc((n ? n : 1) * sizeof(*done));
+    size_t *chunks = malloc((n ? n : 1) * sizeof(*chunks));
     lmc_status st = LMC_OK;
-    if (errs == NULL || objs == NULL || done == NULL) {
+    if (errs == NULL || objs == NULL || done == NULL || chunks == NULL) {
         st = lmc_error_set(err, LMC_ERR_NOMEM, "store: out of memory");
         goto out;
     }
     lmc_sm_reserve_write(e->sm, keys, n, layout, LMC_WRITE_NEW, errs, objs);
     LMC_COUNT(&e->counters, reserve_write, 1);
-    size_t n_done = 0;
+    size_t n_done = 0, bytes = 0;
     for (size_t i = 0; i < n; i++) {
         if (errs[i] != LMC_L1_SUCCESS)
             continue; /* already present, locked, or no room: skipped */
+        chunks[n_done] = i;
         done[n_done++] = keys[i];
-        if (copy != NULL && st == LMC_OK)
-            st = copy->to_object(copy->ctx, i, &objs[i], err);
+        bytes += (size_t)objs[i].size;
+    }
+    if (copy != NULL && n_done > 0) {
+        copy_items items = {.copy = copy, .objs = objs, .chunks = chunks};
+        st = lmc_copy_pool_run(copy->pool, n_done, bytes, copy_in_item, &items, err);
     }
     if (st != LMC_OK) {
         /* Fail closed: no object is committed with half the client's bytes. */
@@ -465,5 +499,6 @@ out:
     free(own);
     free(objs);
     free(done);
+    free(chunks);
     return st;
 }

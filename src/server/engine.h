@@ -35,6 +35,7 @@
 #include "lmcache/memory_obj.h"
 #include "lmcache/status.h"
 #include "lmcache/storage_manager.h"
+#include "server/copy_pool.h"
 #include "server/counters.h"
 #include "server/limits.h"
 #include "server/protocol.h"
@@ -52,6 +53,8 @@ typedef struct lmc_kv_copy {
     /* retrieve: obj into the client's place for the chunk */
     lmc_status (*from_object)(void *ctx, size_t chunk, const lmc_memory_obj *obj, lmc_error *err);
     void *ctx;
+    /* Helpers that take a share of a request's chunks (NULL: copy on the calling thread). */
+    lmc_copy_pool *pool;
 } lmc_kv_copy;
 
 typedef struct lmc_engine lmc_engine;
@@ -136,7 +139,9 @@ lmc_session_state lmc_engine_query(lmc_engine *e, const char *request_id, bool l
  * on every key (no session, not a hit, already retrieved as often as the
  * lookup's num_kv_readers allow) or a key was not readable; nothing is
  * copied then, and no lock another request holds is ever released.
- * A failed copy is the error returned; the locks it claimed are released
+ * The chunks are copied on copy->pool's helpers too (copy_pool.h). A
+ * failed copy (the lowest-numbered chunk's) is the error returned; the
+ * locks it claimed are released
  * all the same (they are this retrieve's now, sessions.h), so none waits
  * for its TTL and the session's accounting never depends on where a
  * retrieve failed.
@@ -146,9 +151,10 @@ lmc_status lmc_engine_retrieve(lmc_engine *e, const char *request_id, const lmc_
                                lmc_error *err);
 
 /*
- * store: reserve the keys that are new, copy each in (copy may be NULL),
- * finish them. Keys present, locked or without room are skipped. A failed
- * copy is the error returned, and nothing is committed: every reservation
+ * store: reserve the keys that are new, copy each in (copy may be NULL;
+ * on copy->pool's helpers too), finish them. Keys present, locked or
+ * without room are skipped. A failed copy (the lowest-numbered chunk's) is
+ * the error returned, and nothing is committed: every reservation
  * is dropped (lmc_sm_abort_write).
  */
 lmc_status lmc_engine_store(lmc_engine *e, const lmc_object_key *keys, size_t n,

@@ -126,6 +126,7 @@ static lmc_status transfer_begin(const lmc_op_ctx *ctx, const char *op, const lm
     }
     t->copy = lmc_region_copy_init(&t->rc, t->r, op, q->block_ids, q->n_block_ids,
                                    lmc_engine_chunk_size(ctx->engine), skip_tokens);
+    t->copy.pool = ctx->copies;
     return LMC_OK;
 }
 

@@ -25,6 +25,7 @@
 typedef struct lmc_op_ctx {
     lmc_engine *engine;
     lmc_regions *regions;
+    lmc_copy_pool *copies; /* helpers for store and retrieve copies; NULL: none */
 } lmc_op_ctx;
 
 /* Run the request's handler; on success out holds the response. */

@@ -39,7 +39,9 @@
  * on the loop, a PUSH per worker); the connections are the loop's alone;
  * q_mu guards the queue, the in-flight count and the buffered-bytes count.
  * "l1-prefault" faults the L1 pool in after the start (prefault_main); it
- * touches nothing but the pool's page tables and its stop flag.
+ * touches nothing but the pool's page tables and its stop flag. The
+ * "copy-helper" threads (copy_pool.c) take chunks of a worker's store or
+ * retrieve copy while the worker waits for none of them.
  * lmc_server_stop may be called from a signal handler.
  */
 #include "server/server.h"
@@ -64,6 +66,7 @@
 #include "core/log.h"
 #include "lmcache/storage_manager.h"
 #include "obs/event_bus.h"
+#include "server/copy_pool.h"
 #include "server/engine.h"
 #include "server/ops.h"
 #include "server/peer_uid.h"
@@ -96,6 +99,12 @@
 /* Failed requests logged one by one per WARN_EVERY_MS; the rest are counted. */
 #define LOG_BURST 20
 /* Blocks from this size on are mapped on their own (see lmc_server_create). */
+/*
+ * A store or retrieve of fewer bytes is copied by its worker alone: waking
+ * a helper costs tens of microseconds on a guest whose idle vCPUs halt,
+ * about what copying 1 MiB takes.
+ */
+#define COPY_SHARE_MIN_BYTES ((size_t)1 << 20)
 #define MMAP_THRESHOLD (256u << 10)
 /* After clients made the server hold this much, freed memory goes back to the system. */
 #define TRIM_AFTER_BYTES (8u << 20)
@@ -144,6 +153,7 @@ struct lmc_server {
     lmc_storage_manager *sm;
     lmc_engine *engine;
     lmc_regions *regions;
+    lmc_copy_pool *copies;
     lmc_op_ctx ops;
     lmc_event_bus *bus;
     lmc_trace_recorder *recorder;
@@ -555,9 +565,11 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
     if ((st = lmc_sm_create(&cfg->sm, &s->sm, err)) != LMC_OK ||
         (st = lmc_engine_create(s->sm, cfg->chunk_size, &cfg->limits,
                                 cfg->sm.read_ttl_seconds * 1000, &s->engine, err)) != LMC_OK ||
-        (st = lmc_regions_create(cfg->chunk_size, &s->regions, err)) != LMC_OK)
+        (st = lmc_regions_create(cfg->chunk_size, &s->regions, err)) != LMC_OK ||
+        (st = lmc_copy_pool_create(lmc_server_copy_threads(cfg) - 1, COPY_SHARE_MIN_BYTES,
+                                   &s->copies, err)) != LMC_OK)
         goto fail;
-    s->ops = (lmc_op_ctx){.engine = s->engine, .regions = s->regions};
+    s->ops = (lmc_op_ctx){.engine = s->engine, .regions = s->regions, .copies = s->copies};
 
     s->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
     s->zctx = zmq_ctx_new();
@@ -617,8 +629,11 @@ lmc_status lmc_server_create(const lmc_server_config *cfg, lmc_server **out, lmc
                  "the server map shared memory; bind to 127.0.0.1 unless every host on that "
                  "network is trusted (docs/security.md)",
                  cfg->host, endpoint);
-    LMC_INFO(LOG_COMP, "lmcache server listening on %s (chunk size %d, %d worker(s)%s%s)", endpoint,
-             cfg->chunk_size, cfg->max_workers, s->recorder ? ", tracing to " : "",
+    LMC_INFO(LOG_COMP,
+             "lmcache server listening on %s (chunk size %d, %d worker(s), %d copy thread(s) "
+             "per transfer%s%s)",
+             endpoint, cfg->chunk_size, cfg->max_workers, lmc_copy_pool_helpers(s->copies) + 1,
+             s->recorder ? ", tracing to " : "",
              s->recorder ? lmc_trace_recorder_path(s->recorder) : "");
     prefault_start(s);
     *out = s;
@@ -1228,7 +1243,8 @@ void lmc_server_destroy(lmc_server *s)
         atomic_store(&s->prefault_stop, true);
         pthread_join(s->prefault, NULL);
     }
-    lmc_engine_destroy(s->engine); /* its sessions hold prefetch handles of the StorageManager */
+    lmc_copy_pool_destroy(s->copies); /* no worker is left to post a batch */
+    lmc_engine_destroy(s->engine);    /* its sessions hold prefetch handles of the StorageManager */
     lmc_sm_destroy(s->sm);
     lmc_regions_destroy(s->regions);
     lmc_trace_recorder_destroy(s->recorder);

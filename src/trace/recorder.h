@@ -88,7 +88,7 @@ void lmc_trace_recorder_flush(lmc_trace_recorder *r);
  * The bus ran dry (its idle hook): hand the buffered records to the writer
  * without waiting for it, unless a batch went to the writer in the last
  * 20 ms. A server between requests then writes a few dozen times a second
- * at most, not after every pause of 0.2 ms (which woke the writer ~1,000
+ * at most, not after every pause of the bus (which woke the writer ~1,000
  * times a second for a few records each), and a killed server loses the
  * records of about the last 0.1 s at most (the bus's sleep between idle
  * calls, plus the 20 ms).

@@ -131,5 +131,27 @@ expect "it stops cleanly" $?
 grep -q "larger than physical memory (--allow-l1-over-ram): not faulting it in" "$T/overram.log"
 expect "a pool over RAM is not faulted in, and the log says so" $?
 
+# --- 6. copy helpers: a transfer's chunks shared by 3 threads, every byte checked -------
+expect_rc "--copy-threads 0 exits 2" 2 "$LMCACHE" server --port "$(free_port)" \
+    --l1-size-gb 0.01 --eviction-policy LRU --copy-threads 0
+grep -q -- "--copy-threads" "$T/err"; expect "the refusal names --copy-threads" $?
+port=$(free_port)
+LMCACHE_LOG_LEVEL=INFO start_server "$port" "$T/copy.log" --l1-size-gb 0.3 \
+    --eviction-policy LRU --copy-threads 3
+expect "a server with --copy-threads 3 starts" $?
+grep -q "1 worker(s), 3 copy thread(s) per transfer" "$T/copy.log"
+expect "its log gives the copy threads" $?
+# 1 MiB chunks (256 tokens x 4096 B): every store and retrieve is shared with the helpers.
+"$LMCACHE" bench server --port "$port" --users 3 --rounds 3 --groups 1 --system-len 1024 \
+    --prompt-len 1024 --answer-len 256 --bytes-per-token 4096 --blocks 2048 \
+    --concurrency 2 > "$T/copy.out" 2>&1
+expect "bench server against it succeeds" $?
+grep -q "corrupt chunks: *0$" "$T/copy.out" && grep -q "errors: *0$" "$T/copy.out" &&
+    grep -Eq "hit chunks: *[1-9]" "$T/copy.out"
+expect "every retrieved byte is the stored one, with hits and no errors" $?
+kill -TERM "$SERVER"
+wait "$SERVER"
+expect "it stops cleanly" $?
+
 echo "$pass passed, $fail failed"
 [ "$fail" = 0 ]

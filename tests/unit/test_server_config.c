@@ -11,6 +11,7 @@
 #include <cmocka.h>
 // clang-format on
 
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -129,6 +130,42 @@ static void test_the_l1_prefault_is_on_unless_no_l1_prefault(void **state)
     lmc_server_config_free(&cfg);
 }
 
+static void test_copy_threads_default_to_the_usable_cpus_at_most_four(void **state)
+{
+    (void)state;
+    lmc_server_config cfg;
+    lmc_error err;
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01", &err), LMC_OK);
+    assert_int_equal(cfg.copy_threads, 0);
+    cpu_set_t set;
+    assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+    int cpus = CPU_COUNT(&set);
+    assert_int_equal(lmc_server_copy_threads(&cfg), cpus < 4 ? cpus : 4);
+    lmc_server_config_free(&cfg);
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01 --copy-threads 7", &err), LMC_OK);
+    assert_int_equal(lmc_server_copy_threads(&cfg), 7);
+    lmc_server_config_free(&cfg);
+    assert_int_equal(parse(&cfg, "--l1-size-gb 0.01 --copy-threads=1", &err), LMC_OK);
+    assert_int_equal(lmc_server_copy_threads(&cfg), 1);
+    lmc_server_config_free(&cfg);
+    const char *bad[] = {"--copy-threads 0", "--copy-threads 65", "--copy-threads x",
+                         "--copy-threads"};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(parse(&cfg, bad[i], &err), LMC_ERR_INVALID);
+        assert_non_null(strstr(err.msg, "--copy-threads"));
+        lmc_server_config_free(&cfg);
+    }
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    lmc_server_print_help(f);
+    char help[16384];
+    rewind(f);
+    size_t n = fread(help, 1, sizeof(help) - 1, f);
+    help[n] = '\0';
+    fclose(f);
+    assert_non_null(strstr(help, "--copy-threads N"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -136,6 +173,7 @@ int main(void)
         cmocka_unit_test(test_help_lists_every_limit_with_its_default),
         cmocka_unit_test(test_an_l1_pool_larger_than_physical_memory_needs_allow_l1_over_ram),
         cmocka_unit_test(test_the_l1_prefault_is_on_unless_no_l1_prefault),
+        cmocka_unit_test(test_copy_threads_default_to_the_usable_cpus_at_most_four),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,10 @@
 /*
  * test_server_regions_concurrency.c -- unregister_kv_cache and
  * re-registrations racing the stores and retrieves that copy through the
- * region (server/regions.h: the reference count), with one copier and with
- * four, against the server's handlers without a transport. No copy may
- * touch unmapped memory; every request either copies or fails cleanly.
+ * region (server/regions.h: the reference count), with one copier, with
+ * four, and with four whose chunks copy helpers share (copy_pool.h), against the server's handlers
+ * without a transport. No copy may touch unmapped memory; every request either copies or fails
+ * cleanly.
  */
 // clang-format off
 #include <stdarg.h>
@@ -135,6 +136,12 @@ static void test_unregister_racing_four_copiers_never_touches_unmapped_memory(vo
     race_with(*state, 4);
 }
 
+static void
+test_unregister_racing_copiers_with_copy_helpers_never_touches_unmapped_memory(void **state)
+{
+    race_with(*state, 4); /* each request's chunks shared with the fixture's 2 helpers */
+}
+
 int main(void)
 {
     lmc_log_set_level(LMC_LOG_WARNING);
@@ -144,6 +151,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(
             test_unregister_racing_four_copiers_never_touches_unmapped_memory, rt_setup,
             rt_teardown),
+        cmocka_unit_test_setup_teardown(
+            test_unregister_racing_copiers_with_copy_helpers_never_touches_unmapped_memory,
+            rt_setup_with_copy_helpers, rt_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -102,9 +102,19 @@ int rt_setup(void **state)
     return 0;
 }
 
+int rt_setup_with_copy_helpers(void **state)
+{
+    rt_setup(state);
+    rt_fixture *f = *state;
+    assert_int_equal(lmc_copy_pool_create(2, 0, &f->pool, &t_err), LMC_OK);
+    f->ctx.copies = f->pool;
+    return 0;
+}
+
 int rt_teardown(void **state)
 {
     rt_fixture *f = *state;
+    lmc_copy_pool_destroy(f->pool);
     lmc_engine_destroy(f->e);
     lmc_sm_destroy(f->sm);
     lmc_regions_destroy(f->rs);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "lmcache/storage_manager.h"
+#include "server/copy_pool.h"
 #include "server/engine.h"
 #include "server/ops.h"
 #include "server/regions.h"
@@ -28,6 +29,7 @@ typedef struct rt_fixture {
     lmc_storage_manager *sm;
     lmc_engine *e;
     lmc_regions *rs;
+    lmc_copy_pool *pool; /* NULL, or the copy helpers ctx.copies names */
     lmc_op_ctx ctx;
 } rt_fixture;
 
@@ -57,6 +59,8 @@ lmc_error *rt_err(void);
 
 /* cmocka setup/teardown: *state is an rt_fixture (chunk RT_CHUNK, L1 20 MB, LRU). */
 int rt_setup(void **state);
+/* The same, with 2 copy helpers that share every transfer of 2 chunks or more. */
+int rt_setup_with_copy_helpers(void **state);
 int rt_teardown(void **state);
 
 /*
