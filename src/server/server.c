@@ -480,8 +480,17 @@ static void reserve_fds(uint64_t max_connections)
                  (unsigned long long)rl.rlim_cur);
 }
 
-/* The pool is faulted in this much at a time, so that a stop waits for one step at most. */
-#define PREFAULT_STEP ((uint64_t)64 << 20)
+/*
+ * The pool is faulted in this much at a time (one huge page). Each step holds
+ * the process's mmap lock for reading, and while it does, any mmap or munmap
+ * of the server's (a region's mapping, a large request buffer) waits, and
+ * behind that waiting writer every other thread's page faults: in 64 MiB
+ * steps requests that came during the prefault stalled for up to 1.3 s on a
+ * guest whose host takes memory back, in 2 MiB steps for 40-80 ms
+ * (docs/benchmarks.md, "The first store into a page"). A stop also waits
+ * for one step at most.
+ */
+#define PREFAULT_STEP ((uint64_t)2 << 20)
 
 /*
  * Thread "l1-prefault": fault the whole L1 pool in, PREFAULT_STEP at a time,
