@@ -477,7 +477,7 @@ static bool xfer_once(lmc_client *c, uint32_t *tokens, uint64_t seed, bool verif
     return true;
 }
 
-/* An 8 MiB buffer backed by huge pages where the kernel gives them, as the L1 pool is. */
+/* A buffer backed by huge pages where the kernel gives them, as the L1 pool is. */
 static uint8_t *huge_buffer(size_t bytes, int fill)
 {
     uint8_t *p = aligned_alloc((size_t)2 << 20, bytes);

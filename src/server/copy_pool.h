@@ -34,7 +34,7 @@ typedef struct lmc_copy_pool lmc_copy_pool;
 typedef lmc_status (*lmc_copy_item_fn)(void *ctx, size_t i, lmc_error *err);
 
 /*
- * A pool of helpers threads (0: none, every batch runs on its caller's
+ * A pool of helper threads (0: none, every batch runs on its caller's
  * thread). A batch of fewer than min_bytes in all is not worth waking a
  * helper for and runs on its caller's thread too.
  */

@@ -98,13 +98,13 @@
 #define WARN_EVERY_MS 10000
 /* Failed requests logged one by one per WARN_EVERY_MS; the rest are counted. */
 #define LOG_BURST 20
-/* Blocks from this size on are mapped on their own (see lmc_server_create). */
 /*
  * A store or retrieve of fewer bytes is copied by its worker alone: waking
  * a helper costs tens of microseconds on a guest whose idle vCPUs halt,
  * about what copying 1 MiB takes.
  */
 #define COPY_SHARE_MIN_BYTES ((size_t)1 << 20)
+/* Blocks from this size on are mapped on their own (see lmc_server_create). */
 #define MMAP_THRESHOLD (256u << 10)
 /* After clients made the server hold this much, freed memory goes back to the system. */
 #define TRIM_AFTER_BYTES (8u << 20)

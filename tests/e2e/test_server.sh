@@ -141,7 +141,7 @@ LMCACHE_LOG_LEVEL=INFO start_server "$port" "$T/copy.log" --l1-size-gb 0.3 \
 expect "a server with --copy-threads 3 starts" $?
 grep -q "1 worker(s), 3 copy thread(s) per transfer" "$T/copy.log"
 expect "its log gives the copy threads" $?
-# 1 MiB chunks (256 tokens x 4096 B): every store and retrieve is shared with the helpers.
+# 1 MiB chunks (256 tokens x 4096 B): transfers of 2 chunks or more are shared with the helpers.
 "$LMCACHE" bench server --port "$port" --users 3 --rounds 3 --groups 1 --system-len 1024 \
     --prompt-len 1024 --answer-len 256 --bytes-per-token 4096 --blocks 2048 \
     --concurrency 2 > "$T/copy.out" 2>&1

@@ -281,7 +281,12 @@ static void test_a_truncated_region_fails_the_request_and_commits_nothing(void *
     truncated_region(*state);
 }
 
-/* The fault lands on a helper's thread (copy_pool.h): its own guard catches it. */
+/*
+ * The same with copy helpers (copy_pool.h): a faulting chunk may be copied
+ * on a helper's thread, whose own guard must catch it. Which thread takes a
+ * chunk is not fixed here; test_copy_pool_concurrency.c shows helpers take
+ * a share.
+ */
 static void test_a_truncated_region_fails_the_request_with_copy_helpers(void **state)
 {
     truncated_region(*state);
